@@ -1,0 +1,62 @@
+// Philox dropout on the CPU (DESIGN §5): the mask of an element is a pure function of
+// (seed, stream, step, canonical index), so every layout drops the same elements, and backward
+// recomputes the mask instead of storing it.
+#include <algorithm>
+
+#include "core/dispatch.h"
+#include "core/ops.h"
+
+namespace optimus::core {
+
+GlobalBlock GlobalBlock::whole(int64_t n) { return matrix(n, 1, 0, 0, n, 1); }
+
+GlobalBlock GlobalBlock::matrix(int64_t rows, int64_t cols, int64_t row0, int64_t col0, int64_t total_rows,
+                                int64_t total_cols) {
+  GlobalBlock b;
+  b.dim[0] = rows;
+  b.dim[1] = cols;
+  b.dim[2] = 1;
+  b.offset[0] = row0;
+  b.offset[1] = col0;
+  b.offset[2] = 0;
+  b.global_dim[0] = total_rows;
+  b.global_dim[1] = total_cols;
+  b.global_dim[2] = 1;
+  return b;
+}
+
+int64_t GlobalBlock::global_index(int64_t k) const {
+  const int64_t c = k % dim[2];
+  const int64_t b = (k / dim[2]) % dim[1];
+  const int64_t a = k / (dim[2] * dim[1]);
+  return ((offset[0] + a) * global_dim[1] + (offset[1] + b)) * global_dim[2] + (offset[2] + c);
+}
+
+void dropout_forward(const Context& ctx, float* out, const float* inp, const DropoutSpec& spec) {
+  OPTIMUS_CPU_OP(ctx);
+  const int64_t n = spec.block.numel();
+  if (spec.p == 0.0f) {
+    if (out != inp) std::copy(inp, inp + n, out);
+    return;
+  }
+  const float keep_scale = 1.0f / (1.0f - spec.p);
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < n; ++k) {
+    const bool keep = dropout_keep(spec.key, static_cast<uint64_t>(spec.block.global_index(k)), spec.step, spec.p);
+    out[k] = keep ? inp[k] * keep_scale : 0.0f;
+  }
+}
+
+void dropout_backward(const Context& ctx, float* dinp, const float* dout, const DropoutSpec& spec) {
+  OPTIMUS_CPU_OP(ctx);
+  const int64_t n = spec.block.numel();
+  const float keep_scale = spec.p == 0.0f ? 1.0f : 1.0f / (1.0f - spec.p);
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < n; ++k) {
+    const bool keep = spec.p == 0.0f ||
+                      dropout_keep(spec.key, static_cast<uint64_t>(spec.block.global_index(k)), spec.step, spec.p);
+    if (keep) dinp[k] += dout[k] * keep_scale;
+  }
+}
+
+}  // namespace optimus::core

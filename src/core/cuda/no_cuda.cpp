@@ -1,0 +1,20 @@
+// Stand-ins for the CUDA backend in a CPU-only build: they say that it is not built.
+#include <stdexcept>
+#include <string>
+
+#include "core/context.h"
+#include "core/cuda/device_memory.h"
+
+namespace optimus::core {
+
+bool cuda_backend_built() { return false; }
+int cuda_device_count() { return 0; }
+std::string cuda_device_report() {
+  return "no GPU: this build has no CUDA backend (configured with OPTIMUS_CUDA=OFF or no CUDA toolkit found)";
+}
+void* device_alloc_zeroed(size_t) {
+  throw std::runtime_error("a CUDA buffer was requested but this build has no CUDA backend; use --device cpu");
+}
+void device_free(void*) noexcept {}
+
+}  // namespace optimus::core

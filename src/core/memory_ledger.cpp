@@ -1,0 +1,77 @@
+// The memory ledger's bookkeeping.
+#include "core/memory_ledger.h"
+
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+namespace optimus::core {
+
+const char* memory_category_name(MemoryCategory c) {
+  switch (c) {
+    case MemoryCategory::parameters: return "parameters";
+    case MemoryCategory::gradients: return "gradients";
+    case MemoryCategory::optimizer: return "optimizer";
+    case MemoryCategory::activations: return "activations";
+    case MemoryCategory::communication: return "communication";
+    case MemoryCategory::workspace: return "workspace";
+  }
+  return "unknown";
+}
+
+static std::string mib(size_t bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.3f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return s;
+}
+
+void MemoryLedger::allocate(MemoryCategory c, size_t bytes) {
+  if (budget_ != 0 && current_total_ + bytes > budget_) {
+    throw MemoryBudgetExceeded("memory budget exceeded: allocating " + mib(bytes) + " of " +
+                               memory_category_name(c) + " would bring this rank to " +
+                               mib(current_total_ + bytes) + ", over its budget of " + mib(budget_) +
+                               "; use a smaller batch or model, more ranks, or a larger budget");
+  }
+  current_[index(c)] += bytes;
+  current_total_ += bytes;
+  if (current_[index(c)] > peak_[index(c)]) peak_[index(c)] = current_[index(c)];
+  if (current_total_ > peak_total_) peak_total_ = current_total_;
+}
+
+void MemoryLedger::release(MemoryCategory c, size_t bytes) {
+  if (bytes > current_[index(c)]) {
+    throw std::logic_error(std::string("memory ledger: releasing ") + std::to_string(bytes) + " bytes of " +
+                           memory_category_name(c) + " but only " + std::to_string(current_[index(c)]) +
+                           " are recorded");
+  }
+  current_[index(c)] -= bytes;
+  current_total_ -= bytes;
+}
+
+void MemoryLedger::reset_peaks() {
+  peak_ = current_;
+  peak_total_ = current_total_;
+}
+
+std::string MemoryLedger::report() const {
+  std::ostringstream out;
+  for (int i = 0; i < kMemoryCategoryCount; ++i) {
+    auto c = static_cast<MemoryCategory>(i);
+    char line[128];
+    std::snprintf(line, sizeof line, "%-14s current %12s  peak %12s\n", memory_category_name(c),
+                  mib(current(c)).c_str(), mib(peak(c)).c_str());
+    out << line;
+  }
+  char line[128];
+  std::snprintf(line, sizeof line, "%-14s current %12s  peak %12s\n", "total", mib(current_total_).c_str(),
+                mib(peak_total_).c_str());
+  out << line;
+  return out.str();
+}
+
+MemoryLedger& MemoryLedger::host() {
+  static MemoryLedger ledger;
+  return ledger;
+}
+
+}  // namespace optimus::core

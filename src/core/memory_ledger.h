@@ -1,0 +1,68 @@
+// The memory ledger: current and peak bytes per category, for this process (one rank).
+// Every Buffer records its allocation here, so the benchmarks and chapter 4 can say exactly where
+// the memory of a rank goes. A budget turns an allocation past it into a clear error, which is how
+// the benchmarks find "the largest batch that fits" without needing a machine that runs out.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace optimus::core {
+
+enum class MemoryCategory {
+  parameters,
+  gradients,
+  optimizer,    // AdamW moments
+  activations,  // what the forward pass keeps for the backward pass
+  communication,
+  workspace,    // scratch that lives for one op or one layer
+};
+inline constexpr int kMemoryCategoryCount = 6;
+
+const char* memory_category_name(MemoryCategory c);
+
+/// Thrown when an allocation would take the ledger's total past its budget.
+struct MemoryBudgetExceeded : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class MemoryLedger {
+ public:
+  /// budget_bytes = 0 means no budget.
+  explicit MemoryLedger(size_t budget_bytes = 0) : budget_(budget_bytes) {}
+
+  /// Records an allocation; throws MemoryBudgetExceeded (and records nothing) past the budget.
+  void allocate(MemoryCategory c, size_t bytes);
+  /// Records a release; throws std::logic_error if more is released than was allocated.
+  void release(MemoryCategory c, size_t bytes);
+
+  size_t current(MemoryCategory c) const { return current_[index(c)]; }
+  size_t peak(MemoryCategory c) const { return peak_[index(c)]; }
+  size_t current_total() const { return current_total_; }
+  /// The peak of the total (not the sum of per-category peaks, which may occur at different times).
+  size_t peak_total() const { return peak_total_; }
+
+  size_t budget() const { return budget_; }
+  void set_budget(size_t bytes) { budget_ = bytes; }
+  /// Forgets the peaks (sets them to the current values), e.g. after initialisation.
+  void reset_peaks();
+
+  /// One line per category: "parameters  current 1.23 MiB  peak 1.23 MiB".
+  std::string report() const;
+
+  /// The ledger of this process's CPU memory, used where no other is given.
+  static MemoryLedger& host();
+
+ private:
+  static int index(MemoryCategory c) { return static_cast<int>(c); }
+
+  size_t budget_ = 0;
+  std::array<size_t, kMemoryCategoryCount> current_{};
+  std::array<size_t, kMemoryCategoryCount> peak_{};
+  size_t current_total_ = 0;
+  size_t peak_total_ = 0;
+};
+
+}  // namespace optimus::core

@@ -1,0 +1,75 @@
+// Tensor views and owning buffers: the kernel core's two ways of holding numbers.
+// A TensorView is a non-owning (pointer, shape, device) triple; a Buffer owns an allocation that is
+// recorded in a MemoryLedger under a category, and releases it (and its ledger entry) when destroyed.
+// Everything the stages hold lives in Buffers; ops take raw pointers taken from views.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "core/memory_ledger.h"
+
+namespace optimus::core {
+
+enum class Device { cpu, cuda };
+
+const char* device_name(Device d);
+
+/// A row-major shape of up to 4 dimensions, e.g. {B*T, C}.
+struct Shape {
+  std::vector<int64_t> dims;
+
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> d) : dims(d) {}
+  explicit Shape(std::vector<int64_t> d) : dims(std::move(d)) {}
+
+  int rank() const { return static_cast<int>(dims.size()); }
+  int64_t operator[](int i) const { return dims.at(static_cast<size_t>(i)); }
+  int64_t numel() const;
+  std::string str() const;  // "[64, 256]"
+  bool operator==(const Shape& o) const { return dims == o.dims; }
+};
+
+/// A non-owning view of float32 numbers with a shape. Cheap to copy.
+struct TensorView {
+  float* data = nullptr;
+  Shape shape;
+  Device device = Device::cpu;
+
+  int64_t numel() const { return shape.numel(); }
+  size_t bytes() const { return static_cast<size_t>(numel()) * sizeof(float); }
+};
+
+/// An owning allocation of float32 numbers, recorded in a ledger under a category.
+/// Move-only; zero-initialised on the CPU. Allocation past the ledger's budget throws.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(MemoryLedger& ledger, MemoryCategory category, Shape shape, Device device = Device::cpu);
+  ~Buffer();
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  float* data() const { return data_; }
+  const Shape& shape() const { return shape_; }
+  Device device() const { return device_; }
+  int64_t numel() const { return shape_.numel(); }
+  size_t bytes() const { return static_cast<size_t>(numel()) * sizeof(float); }
+  TensorView view() const { return {data_, shape_, device_}; }
+
+ private:
+  void release();
+
+  float* data_ = nullptr;
+  Shape shape_;
+  Device device_ = Device::cpu;
+  MemoryLedger* ledger_ = nullptr;
+  MemoryCategory category_ = MemoryCategory::workspace;
+};
+
+}  // namespace optimus::core
