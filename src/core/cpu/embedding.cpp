@@ -1,1 +1,77 @@
-// placeholder: written by the foundation work (see ops.h)
+// Token and position embeddings on the CPU (chapter 01; DESIGN §7, §8 for the vocab split).
+// The lookup takes a vocab range [v0, v0 + Vl) so one op serves every stage: the serial model
+// passes the whole vocabulary, a vocab-parallel rank its block of rows, and tokens outside the
+// block give zero rows, which the all-reduce (1D) or reduce-scatter (2D) then fills in.
+#include <algorithm>
+
+#include "core/dispatch.h"
+#include "core/ops.h"
+
+namespace optimus::core {
+
+void embedding_forward(const Context& ctx, float* out, const int* tokens, const float* wte, int N, int C, int v0,
+                       int Vl) {
+  OPTIMUS_CPU_OP(ctx);
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    float* out_n = out + static_cast<int64_t>(n) * C;  // (C)
+    const int row = tokens[n] - v0;
+    if (row >= 0 && row < Vl) {
+      const float* wte_row = wte + static_cast<int64_t>(row) * C;  // (C)
+      std::copy(wte_row, wte_row + C, out_n);
+    } else {
+      std::fill(out_n, out_n + C, 0.0f);
+    }
+  }
+}
+
+void embedding_backward(const Context& ctx, float* dwte, const float* dout, const int* tokens, int N, int C, int v0,
+                        int Vl) {
+  OPTIMUS_CPU_OP(ctx);
+  if (dwte == nullptr) return;
+  // A token may occur many times, so threads split the columns, not the tokens: no two threads
+  // touch one element, and every element sums its tokens in order n = 0, 1, ..., whatever the
+  // thread count, which keeps the result bitwise reproducible.
+  constexpr int kColumnChunk = 64;
+  const int chunks = (C + kColumnChunk - 1) / kColumnChunk;
+#pragma omp parallel for schedule(static)
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    const int c0 = chunk * kColumnChunk;
+    const int c1 = std::min(C, c0 + kColumnChunk);
+    for (int n = 0; n < N; ++n) {
+      const int row = tokens[n] - v0;
+      if (row < 0 || row >= Vl) continue;
+      const float* dout_n = dout + static_cast<int64_t>(n) * C;  // (C)
+      float* dwte_row = dwte + static_cast<int64_t>(row) * C;    // (C)
+      for (int c = c0; c < c1; ++c) dwte_row[c] += dout_n[c];
+    }
+  }
+}
+
+void position_add_forward(const Context& ctx, float* out, const float* wpe, int B, int T, int C) {
+  OPTIMUS_CPU_OP(ctx);
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < T; ++t) {
+      float* out_bt = out + (static_cast<int64_t>(b) * T + t) * C;  // (C)
+      const float* wpe_t = wpe + static_cast<int64_t>(t) * C;       // (C)
+      for (int c = 0; c < C; ++c) out_bt[c] += wpe_t[c];
+    }
+  }
+}
+
+void position_add_backward(const Context& ctx, float* dwpe, const float* dout, int B, int T, int C) {
+  OPTIMUS_CPU_OP(ctx);
+  if (dwpe == nullptr) return;
+  // Each position t owns its row of dwpe, so threads split positions and sum over b in order.
+#pragma omp parallel for schedule(static)
+  for (int t = 0; t < T; ++t) {
+    float* dwpe_t = dwpe + static_cast<int64_t>(t) * C;  // (C)
+    for (int b = 0; b < B; ++b) {
+      const float* dout_bt = dout + (static_cast<int64_t>(b) * T + t) * C;  // (C)
+      for (int c = 0; c < C; ++c) dwpe_t[c] += dout_bt[c];
+    }
+  }
+}
+
+}  // namespace optimus::core
