@@ -1,1 +1,113 @@
-// placeholder
+// The communication ledger's bookkeeping (the definition of bytes is in comm_ledger.h).
+#include "comm/comm_ledger.h"
+
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+namespace optimus::comm {
+
+const char* comm_op_name(CommOp op) {
+  switch (op) {
+    case CommOp::all_reduce:
+      return "all_reduce";
+    case CommOp::broadcast:
+      return "broadcast";
+    case CommOp::reduce:
+      return "reduce";
+    case CommOp::all_gather:
+      return "all_gather";
+    case CommOp::reduce_scatter:
+      return "reduce_scatter";
+    case CommOp::barrier:
+      return "barrier";
+    case CommOp::split:
+      return "split";
+  }
+  return "unknown";
+}
+
+void CommLedger::record(const std::string& comm, CommOp op, int64_t bytes) {
+  CommCount& c = table_[comm][static_cast<int>(op)];
+  c.calls += 1;
+  c.bytes += bytes;
+}
+
+CommCount CommLedger::count(const std::string& comm, CommOp op) const {
+  auto it = table_.find(comm);
+  return it == table_.end() ? CommCount{} : it->second[static_cast<int>(op)];
+}
+
+int64_t CommLedger::calls(const std::string& comm) const {
+  int64_t total = 0;
+  for (int k = 0; k < kCommOpCount; ++k) total += calls(comm, static_cast<CommOp>(k));
+  return total;
+}
+
+int64_t CommLedger::bytes(const std::string& comm) const {
+  int64_t total = 0;
+  for (int k = 0; k < kCommOpCount; ++k) total += bytes(comm, static_cast<CommOp>(k));
+  return total;
+}
+
+int64_t CommLedger::calls() const {
+  int64_t total = 0;
+  for (const auto& [name, row] : table_) total += calls(name);
+  return total;
+}
+
+int64_t CommLedger::bytes() const {
+  int64_t total = 0;
+  for (const auto& [name, row] : table_) total += bytes(name);
+  return total;
+}
+
+std::vector<std::string> CommLedger::communicators() const {
+  std::vector<std::string> names;
+  for (const auto& [name, row] : table_) names.push_back(name);
+  return names;
+}
+
+CommLedger CommLedger::since(const CommLedger& earlier) const {
+  CommLedger diff = *this;
+  for (const auto& [name, row] : earlier.table_) {
+    for (int k = 0; k < kCommOpCount; ++k) {
+      const CommCount now = count(name, static_cast<CommOp>(k));
+      if (row[k].calls > now.calls || row[k].bytes > now.bytes) {
+        throw std::logic_error("comm ledger: since() was given a ledger with more " +
+                               std::string(comm_op_name(static_cast<CommOp>(k))) + " on '" + name +
+                               "' than this one; pass a snapshot taken earlier from this ledger");
+      }
+      diff.table_[name][k] = CommCount{now.calls - row[k].calls, now.bytes - row[k].bytes};
+    }
+  }
+  return diff;
+}
+
+std::string CommLedger::report() const {
+  std::ostringstream out;
+  char line[160];
+  std::snprintf(line, sizeof line, "%-14s %-15s %10s %16s %14s\n", "communicator", "operation", "calls", "bytes",
+                "MiB");
+  out << line;
+  for (const auto& [name, row] : table_) {
+    for (int k = 0; k < kCommOpCount; ++k) {
+      if (row[k].calls == 0) continue;
+      std::snprintf(line, sizeof line, "%-14s %-15s %10lld %16lld %14.3f\n", name.c_str(),
+                    comm_op_name(static_cast<CommOp>(k)), static_cast<long long>(row[k].calls),
+                    static_cast<long long>(row[k].bytes), static_cast<double>(row[k].bytes) / (1024.0 * 1024.0));
+      out << line;
+    }
+  }
+  std::snprintf(line, sizeof line, "%-14s %-15s %10lld %16lld %14.3f\n", "total", "", static_cast<long long>(calls()),
+                static_cast<long long>(bytes()), static_cast<double>(bytes()) / (1024.0 * 1024.0));
+  out << line;
+  return out.str();
+}
+
+CommLedger& CommLedger::process() {
+  static CommLedger ledger;
+  return ledger;
+}
+
+}  // namespace optimus::comm

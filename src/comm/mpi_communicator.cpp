@@ -1,1 +1,123 @@
-// placeholder
+// MpiCommunicator: each collective is one MPI call on host buffers.
+#include "comm/mpi_communicator.h"
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace optimus::comm {
+
+namespace detail {
+[[noreturn]] void mpi_failed(int code, const char* call, const char* file, int line) {
+  char message[MPI_MAX_ERROR_STRING] = "unknown MPI error";
+  int length = 0;
+  MPI_Error_string(code, message, &length);
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::fprintf(stderr, "rank %d: error: MPI call failed: %s at %s:%d: %s\n", rank, call, file, line, message);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();  // MPI_Abort does not return; this tells the compiler so
+}
+}  // namespace detail
+
+namespace {
+
+MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return MPI_FLOAT;
+    case DType::f64:
+      return MPI_DOUBLE;
+    case DType::i32:
+      return MPI_INT32_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+int64_t type_size(DType t) {
+  return t == DType::f64 ? 8 : 4;
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  return op == ReduceOp::sum ? MPI_SUM : MPI_MAX;
+}
+
+int rank_in(MPI_Comm comm) {
+  int r = 0;
+  OPTIMUS_MPI_CHECK(MPI_Comm_rank(comm, &r));
+  return r;
+}
+
+int size_of(MPI_Comm comm) {
+  int s = 0;
+  OPTIMUS_MPI_CHECK(MPI_Comm_size(comm, &s));
+  return s;
+}
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name, CommLedger& ledger)
+    : Communicator(rank_in(comm), size_of(comm), std::move(name), ledger), comm_(comm) {}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owned_ && !finalized) OPTIMUS_MPI_CHECK(MPI_Comm_free(&comm_));
+}
+
+int MpiCommunicator::mpi_count(const char* op, int64_t n) const {
+  if (n > INT_MAX) {
+    throw std::length_error(std::string(op) + " on '" + name() + "': " + std::to_string(n) +
+                            " elements are more than one MPI call carries (" + std::to_string(INT_MAX) +
+                            "); send the buffer in smaller pieces");
+  }
+  return static_cast<int>(n);
+}
+
+void MpiCommunicator::do_all_reduce(void* buf, int64_t n, DType t, ReduceOp op) {
+  const int count = mpi_count("all_reduce", n);
+  OPTIMUS_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, count, mpi_type(t), mpi_op(op), comm_));
+}
+
+void MpiCommunicator::do_broadcast(void* buf, int64_t n, DType t, int root) {
+  const int count = mpi_count("broadcast", n);
+  OPTIMUS_MPI_CHECK(MPI_Bcast(buf, count, mpi_type(t), root, comm_));
+}
+
+void MpiCommunicator::do_reduce(void* buf, int64_t n, DType t, int root, ReduceOp op) {
+  const int count = mpi_count("reduce", n);
+  // In place on the root; the others only send (their receive buffer is not used).
+  if (rank() == root) {
+    OPTIMUS_MPI_CHECK(MPI_Reduce(MPI_IN_PLACE, buf, count, mpi_type(t), mpi_op(op), root, comm_));
+  } else {
+    OPTIMUS_MPI_CHECK(MPI_Reduce(buf, nullptr, count, mpi_type(t), mpi_op(op), root, comm_));
+  }
+}
+
+void MpiCommunicator::do_all_gather(void* recv, const void* send, int64_t n, DType t) {
+  const int count = mpi_count("all_gather", n);
+  // MPI forbids aliased buffers unless the send side is MPI_IN_PLACE.
+  const bool in_place = send == static_cast<const char*>(recv) + rank() * n * type_size(t);
+  OPTIMUS_MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : send, count, mpi_type(t), recv, count, mpi_type(t), comm_));
+}
+
+void MpiCommunicator::do_reduce_scatter(void* recv, const void* send, int64_t n, DType t, ReduceOp op) {
+  const int count = mpi_count("reduce_scatter", n);
+  OPTIMUS_MPI_CHECK(MPI_Reduce_scatter_block(send, recv, count, mpi_type(t), mpi_op(op), comm_));
+}
+
+void MpiCommunicator::do_barrier() {
+  OPTIMUS_MPI_CHECK(MPI_Barrier(comm_));
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::do_split(int color, int key, std::string name) {
+  MPI_Comm child = MPI_COMM_NULL;
+  OPTIMUS_MPI_CHECK(MPI_Comm_split(comm_, color, key, &child));
+  auto result = std::make_unique<MpiCommunicator>(child, std::move(name), ledger());
+  result->owned_ = true;
+  return result;
+}
+
+}  // namespace optimus::comm

@@ -138,7 +138,8 @@ void sum_squares(const Context& ctx, double* out, const float* x, int64_t n);
 /// qkv (B, T, 3C): columns [Q | K | V], each C = NH * HS wide, head h at columns [h*HS, (h+1)*HS).
 /// att (B, NH, T, T): softmax(q·kᵀ / √HS) with the causal mask (zeros above the diagonal), before
 /// dropout; kept for backward. out (B, T, C) = dropout(att) · v, heads side by side.
-/// drop.block must be (B, NH, T*T) placed in the canonical (B_total, NH_total, T*T).
+/// drop.block must be (B, NH, T*T) placed in the canonical (B_total, NH_total, T*T); with p > 0 a
+/// block of another shape is std::invalid_argument.
 void attention_forward(const Context& ctx, float* out, float* att, const float* qkv, int B, int T, int C, int NH,
                        const DropoutSpec& drop);
 /// dqkv (B, T, 3C) += gradients of q, k, v. datt (B, NH, T, T) is scratch the caller provides.
@@ -173,7 +174,7 @@ void crossentropy_partial_sumexp(const Context& ctx, float* sumexp, const float*
 /// target_logit (N) = logits[n, targets[n] - v0] if the target is local, else 0.
 void crossentropy_partial_target(const Context& ctx, float* target_logit, const float* logits, const int* targets,
                                  int N, int Vl, int v0);
-/// losses (N) = log(sumexp) + maxes - target_logit, from full-row values.
+/// losses (N) = log(sumexp) + maxes - target_logit, from full-row values. losses may alias any input.
 void crossentropy_losses(const Context& ctx, float* losses, const float* maxes, const float* sumexp,
                          const float* target_logit, int N);
 /// The serial composite: losses (N), and maxes (N), sumexp (N) kept for backward.

@@ -29,6 +29,7 @@ namespace streams {
 inline constexpr uint32_t kInit = 0x10000000u;     // + canonical parameter index
 inline constexpr uint32_t kDropout = 0x20000000u;  // + layer * 16 + site
 inline constexpr uint32_t kData = 0x30000000u;     // the batch sampler
+inline constexpr uint32_t kSample = 0x40000000u;   // token sampling at generation time
 }  // namespace streams
 
 /// Where dropout happens in a GPT (DESIGN §4). The embedding site uses layer 0.

@@ -1,1 +1,124 @@
+// L0 tests of the elementwise ops (DESIGN §10): GELU and the residual add against the float64
+// reference and finite differences of it, scale, and the double-precision sum of squares (which
+// must not depend on the thread count, so clipping is reproducible).
+#include <omp.h>
 #include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "core/ops.h"
+#include "unit/check.h"
+#include "unit/reference_dense.h"
+
+namespace {
+
+using namespace optimus;
+using testing::finite_difference;
+using testing::random_normal;
+using testing::rel_error;
+using testing::to_double;
+using testing::weighted_sum;
+
+}  // namespace
+
+TEST_CASE("gelu forward matches the float64 reference (tanh form)", "[ops]") {
+  const auto ctx = core::cpu_context();
+  const int n = 1000;
+  const auto x = random_normal(n, 1, 3.0f);  // wide enough to reach both flat tails
+  std::vector<float> out(n);
+  core::gelu_forward(ctx, out.data(), x.data(), n);
+  const auto want = testing::ref::gelu(to_double(x));
+  const double err = rel_error(out, want);
+  INFO(testing::ref::side_by_side(out, want));
+  CAPTURE(err);
+  CHECK(err <= 1e-5);
+}
+
+TEST_CASE("gelu backward matches finite differences of the float64 reference", "[ops]") {
+  const auto ctx = core::cpu_context();
+  const int n = 200;
+  const auto x = random_normal(n, 2, 3.0f), w = random_normal(n, 3);
+  std::vector<float> dinp(n, 0.0f);
+  core::gelu_backward(ctx, dinp.data(), x.data(), w.data(), n);
+  const auto want = finite_difference(
+      [&](const auto& xd) { return weighted_sum(testing::ref::gelu(xd), to_double(w)); }, to_double(x));
+  const double err = rel_error(dinp, want);
+  INFO(testing::ref::side_by_side(dinp, want));
+  CAPTURE(err);
+  CHECK(err <= 1e-4);
+}
+
+TEST_CASE("residual forward matches the float64 reference and its backward matches finite differences", "[ops]") {
+  const auto ctx = core::cpu_context();
+  const int n = 50;
+  const auto a = random_normal(n, 4), b = random_normal(n, 5), w = random_normal(n, 6);
+  std::vector<float> out(n);
+  core::residual_forward(ctx, out.data(), a.data(), b.data(), n);
+  const auto want = testing::ref::residual(to_double(a), to_double(b));
+  const double err = rel_error(out, want);
+  CAPTURE(err);
+  CHECK(err <= 1e-5);
+
+  std::vector<float> da(n, 0.0f), db(n, 0.0f);
+  core::residual_backward(ctx, da.data(), db.data(), w.data(), n);
+  const auto want_da = finite_difference(
+      [&](const auto& x) { return weighted_sum(testing::ref::residual(x, to_double(b)), to_double(w)); }, to_double(a));
+  const auto want_db = finite_difference(
+      [&](const auto& x) { return weighted_sum(testing::ref::residual(to_double(a), x), to_double(w)); }, to_double(b));
+  const double err_a = rel_error(da, want_da), err_b = rel_error(db, want_db);
+  CAPTURE(err_a, err_b);
+  CHECK(err_a <= 1e-4);
+  CHECK(err_b <= 1e-4);
+}
+
+TEST_CASE("gelu and residual backward accumulate: a second call doubles the gradient, and null outputs are skipped",
+          "[ops]") {
+  const auto ctx = core::cpu_context();
+  const int n = 64;
+  const auto x = random_normal(n, 7), dout = random_normal(n, 8);
+  std::vector<float> dx(n, 0.0f);
+  core::gelu_backward(ctx, dx.data(), x.data(), dout.data(), n);
+  auto dx2 = dx;
+  core::gelu_backward(ctx, dx2.data(), x.data(), dout.data(), n);
+  for (int k = 0; k < n; ++k) CHECK(dx2[k] == Approx(2.0f * dx[k]));
+
+  std::vector<float> da(n, 1.0f);
+  core::residual_backward(ctx, da.data(), nullptr, dout.data(), n);
+  core::residual_backward(ctx, nullptr, da.data(), dout.data(), n);
+  for (int k = 0; k < n; ++k) CHECK(da[k] == Approx(1.0f + 2.0f * dout[k]));
+}
+
+TEST_CASE("scale multiplies every element", "[ops]") {
+  const auto ctx = core::cpu_context();
+  const int n = 33;
+  auto x = random_normal(n, 9);
+  std::vector<double> want = to_double(x);
+  for (double& v : want) v *= -0.25;
+  core::scale(ctx, x.data(), -0.25f, n);
+  const double err = rel_error(x, want);
+  CAPTURE(err);
+  CHECK(err <= 1e-7);
+}
+
+TEST_CASE("sum_squares equals the float64 sum and does not depend on the thread count", "[ops]") {
+  const auto ctx = core::cpu_context();
+  const int64_t n = 100003;  // several of the op's fixed chunks, the last one partial
+  const auto x = random_normal(n, 10);
+  double want = 0.0;
+  for (float v : x) want += static_cast<double>(v) * v;
+
+  double got = -1.0;
+  core::sum_squares(ctx, &got, x.data(), n);
+  CAPTURE(got, want);
+  CHECK(std::abs(got - want) <= 1e-12 * want);
+
+  const int threads = omp_get_max_threads();
+  double got_one_thread = -1.0, got_three_threads = -1.0;
+  omp_set_num_threads(1);
+  core::sum_squares(ctx, &got_one_thread, x.data(), n);
+  omp_set_num_threads(3);
+  core::sum_squares(ctx, &got_three_threads, x.data(), n);
+  omp_set_num_threads(threads);
+  CHECK(got_one_thread == got);
+  CHECK(got_three_threads == got);
+}

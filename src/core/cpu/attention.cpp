@@ -1,1 +1,178 @@
-// placeholder: written by the foundation work (see ops.h)
+// Causal self-attention on the CPU (DESIGN §4, §8): per (sequence, head) pair of a rank's block,
+// scores = q·kᵀ/√HS, causal softmax, Philox dropout on the probabilities, out = att·v. The pairs
+// are independent: one OpenMP loop runs them, each with single-threaded sgemms reading q, k, v in
+// place from qkv (row stride 3C), and dropout_forward on the pair's (1, 1, T*T) piece of the
+// canonical block (its own loop runs on one thread there), so every layout drops the same
+// probabilities. Backward recomputes the mask rather than storing the dropped probabilities.
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/dispatch.h"
+#include "core/ops.h"
+#include "core/tensor.h"
+
+namespace optimus::core {
+
+namespace {
+
+// Our loop over pairs already uses every core. OpenBLAS's pthread build would start its own
+// threads inside each product, so it is held to one thread for the loop. (The OpenMP build
+// notices the enclosing parallel region by itself; setting its count would also set ours.)
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas() : pthreads_(openblas_get_parallel() == 1), saved_(openblas_get_num_threads()) {
+    if (pthreads_) openblas_set_num_threads(1);
+  }
+  ~SingleThreadedBlas() {
+    if (pthreads_) openblas_set_num_threads(saved_);
+  }
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  bool pthreads_;
+  int saved_;
+};
+
+void check_dropout_block(const DropoutSpec& drop, int B, int NH, int T, const char* op) {
+  if (drop.p == 0.0f) return;
+  const GlobalBlock& g = drop.block;
+  if (g.dim[0] != B || g.dim[1] != NH || g.dim[2] != static_cast<int64_t>(T) * T || g.global_dim[2] != g.dim[2]) {
+    std::ostringstream msg;
+    msg << op << ": drop.block is (" << g.dim[0] << ", " << g.dim[1] << ", " << g.dim[2]
+        << ") but must be (B, NH, T*T) = (" << B << ", " << NH << ", " << static_cast<int64_t>(T) * T
+        << ") inside a canonical (B_total, NH_total, T*T)";
+    throw std::invalid_argument(msg.str());
+  }
+}
+
+// The (1, 1, T*T) piece of the (B, NH, T*T) dropout block that belongs to pair (b, h).
+DropoutSpec pair_dropout(const DropoutSpec& drop, int b, int h) {
+  DropoutSpec spec = drop;
+  spec.block.dim[0] = 1;
+  spec.block.dim[1] = 1;
+  spec.block.offset[0] += b;
+  spec.block.offset[1] += h;
+  return spec;
+}
+
+// In place on one pair's scores (T, T): row t becomes softmax(scores[t, 0..t]), zeros after t.
+void causal_softmax(float* att, int T) {
+  for (int t = 0; t < T; ++t) {
+    float* row = att + static_cast<int64_t>(t) * T;  // (T)
+    float maxval = -INFINITY;
+    for (int s = 0; s <= t; ++s) maxval = std::max(maxval, row[s]);
+    float sum = 0.0f;
+    for (int s = 0; s <= t; ++s) {
+      row[s] = std::exp(row[s] - maxval);
+      sum += row[s];
+    }
+    const float inv = 1.0f / sum;
+    for (int s = 0; s <= t; ++s) row[s] *= inv;
+    for (int s = t + 1; s < T; ++s) row[s] = 0.0f;
+  }
+}
+
+// In place on one pair's datt (T, T): d(scores)[t, s] = att[t, s] (datt[t, s] - Σ_s' att[t, s'] datt[t, s']).
+void causal_softmax_backward(float* datt, const float* att, int T) {
+  for (int t = 0; t < T; ++t) {
+    float* drow = datt + static_cast<int64_t>(t) * T;      // (T)
+    const float* row = att + static_cast<int64_t>(t) * T;  // (T)
+    float dot = 0.0f;
+    for (int s = 0; s <= t; ++s) dot += row[s] * drow[s];
+    for (int s = 0; s <= t; ++s) drow[s] = row[s] * (drow[s] - dot);
+    for (int s = t + 1; s < T; ++s) drow[s] = 0.0f;
+  }
+}
+
+}  // namespace
+
+void attention_forward(const Context& ctx, float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                       const DropoutSpec& drop) {
+  OPTIMUS_CPU_OP(ctx);
+  check_dropout_block(drop, B, NH, T, __func__);
+  const int HS = C / NH;
+  const int C3 = 3 * C;
+  const int64_t TT = static_cast<int64_t>(T) * T;
+  const float score_scale = 1.0f / std::sqrt(static_cast<float>(HS));
+  // One (T, T) slot per thread for the dropped probabilities; none without dropout.
+  const int threads = omp_get_max_threads();
+  Buffer dropped(*ctx.ledger, MemoryCategory::workspace, {drop.p > 0.0f ? threads : 0, TT});  // (threads, T*T)
+  SingleThreadedBlas one_blas_thread;
+
+#pragma omp parallel for schedule(static)
+  for (int bh = 0; bh < B * NH; ++bh) {
+    const int b = bh / NH, h = bh % NH;
+    const float* q = qkv + static_cast<int64_t>(b) * T * C3 + h * HS;  // (T, HS), row stride 3C
+    const float* k = q + C;                                            // (T, HS), row stride 3C
+    const float* v = q + 2 * C;                                        // (T, HS), row stride 3C
+    float* a = att + bh * TT;                                          // (T, T)
+    float* y = out + static_cast<int64_t>(b) * T * C + h * HS;         // (T, HS), row stride C
+
+    matmul_strided(ctx, a, T, q, C3, k, C3, T, T, HS, Trans::no, Trans::yes, score_scale, 0.0f);
+    causal_softmax(a, T);
+    const float* a_used = a;  // what multiplies v: the probabilities after dropout
+    if (drop.p > 0.0f) {
+      float* slot = dropped.data() + omp_get_thread_num() * TT;  // (T, T)
+      dropout_forward(ctx, slot, a, pair_dropout(drop, b, h));
+      a_used = slot;
+    }
+    matmul_strided(ctx, y, C, a_used, T, v, C3, T, HS, T, Trans::no, Trans::no, 1.0f, 0.0f);
+  }
+}
+
+void attention_backward(const Context& ctx, float* dqkv, float* datt, const float* dout, const float* qkv,
+                        const float* att, int B, int T, int C, int NH, const DropoutSpec& drop) {
+  OPTIMUS_CPU_OP(ctx);
+  if (dqkv == nullptr) return;
+  check_dropout_block(drop, B, NH, T, __func__);
+  const int HS = C / NH;
+  const int C3 = 3 * C;
+  const int64_t TT = static_cast<int64_t>(T) * T;
+  const float score_scale = 1.0f / std::sqrt(static_cast<float>(HS));
+  // Two (T, T) slots per thread: the dropped probabilities and their gradient.
+  const int threads = omp_get_max_threads();
+  Buffer scratch(*ctx.ledger, MemoryCategory::workspace, {drop.p > 0.0f ? threads : 0, 2, TT});  // (threads, 2, T*T)
+  SingleThreadedBlas one_blas_thread;
+
+#pragma omp parallel for schedule(static)
+  for (int bh = 0; bh < B * NH; ++bh) {
+    const int b = bh / NH, h = bh % NH;
+    const int64_t offset = static_cast<int64_t>(b) * T * C3 + h * HS;
+    const float* q = qkv + offset;                                      // (T, HS), row stride 3C
+    const float* k = q + C;                                             // (T, HS), row stride 3C
+    const float* v = q + 2 * C;                                         // (T, HS), row stride 3C
+    float* dq = dqkv + offset;                                          // (T, HS), row stride 3C
+    float* dk = dq + C;                                                 // (T, HS), row stride 3C
+    float* dv = dq + 2 * C;                                             // (T, HS), row stride 3C
+    const float* dy = dout + static_cast<int64_t>(b) * T * C + h * HS;  // (T, HS), row stride C
+    const float* a = att + bh * TT;                                     // (T, T)
+    float* da = datt + bh * TT;                                         // (T, T)
+
+    // out = a_used · v, where a_used = dropout(a): dv += a_usedᵀ · dy, d(a_used) = dy · vᵀ.
+    if (drop.p > 0.0f) {
+      float* a_used = scratch.data() + omp_get_thread_num() * 2 * TT;  // (T, T)
+      float* da_used = a_used + TT;                                    // (T, T)
+      const DropoutSpec spec = pair_dropout(drop, b, h);
+      dropout_forward(ctx, a_used, a, spec);
+      matmul_strided(ctx, dv, C3, a_used, T, dy, C, T, HS, T, Trans::yes, Trans::no, 1.0f, 1.0f);
+      matmul_strided(ctx, da_used, T, dy, C, v, C3, T, T, HS, Trans::no, Trans::yes, 1.0f, 0.0f);
+      std::fill(da, da + TT, 0.0f);
+      dropout_backward(ctx, da, da_used, spec);
+    } else {
+      matmul_strided(ctx, dv, C3, a, T, dy, C, T, HS, T, Trans::yes, Trans::no, 1.0f, 1.0f);
+      matmul_strided(ctx, da, T, dy, C, v, C3, T, T, HS, Trans::no, Trans::yes, 1.0f, 0.0f);
+    }
+    causal_softmax_backward(da, a, T);  // da: gradient of the probabilities -> of the scores
+    // scores = score_scale · q · kᵀ
+    matmul_strided(ctx, dq, C3, da, T, k, C3, T, HS, T, Trans::no, Trans::no, score_scale, 1.0f);
+    matmul_strided(ctx, dk, C3, da, T, q, C3, T, HS, T, Trans::yes, Trans::no, score_scale, 1.0f);
+  }
+}
+
+}  // namespace optimus::core

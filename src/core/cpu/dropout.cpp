@@ -49,6 +49,7 @@ void dropout_forward(const Context& ctx, float* out, const float* inp, const Dro
 
 void dropout_backward(const Context& ctx, float* dinp, const float* dout, const DropoutSpec& spec) {
   OPTIMUS_CPU_OP(ctx);
+  if (dinp == nullptr) return;
   const int64_t n = spec.block.numel();
   const float keep_scale = spec.p == 0.0f ? 1.0f : 1.0f / (1.0f - spec.p);
 #pragma omp parallel for schedule(static)

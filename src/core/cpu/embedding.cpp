@@ -62,8 +62,8 @@ void position_add_forward(const Context& ctx, float* out, const float* wpe, int 
 
 void position_add_backward(const Context& ctx, float* dwpe, const float* dout, int B, int T, int C) {
   OPTIMUS_CPU_OP(ctx);
-  if (dwpe == nullptr) return;
   // Each position t owns its row of dwpe, so threads split positions and sum over b in order.
+  if (dwpe == nullptr) return;
 #pragma omp parallel for schedule(static)
   for (int t = 0; t < T; ++t) {
     float* dwpe_t = dwpe + static_cast<int64_t>(t) * C;  // (C)

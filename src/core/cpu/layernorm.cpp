@@ -1,1 +1,143 @@
-// placeholder: written by the foundation work (see ops.h)
+// LayerNorm on the CPU (DESIGN §8, §9): two-pass statistics in float, eps = kLayerNormEps.
+// The op comes in pieces that work on a block of a row's columns; layernorm_forward/backward are
+// those same pieces over the whole row (C_total = C). The 2D stage puts a row all-reduce between
+// the pieces, so the serial and the 2D LayerNorm run the same arithmetic on every column.
+#include <algorithm>
+#include <cmath>
+
+#include "core/dispatch.h"
+#include "core/ops.h"
+#include "core/tensor.h"
+
+namespace optimus::core {
+
+// ---- forward pieces --------------------------------------------------------------------------
+
+void layernorm_partial_sum(const Context& ctx, float* sum, const float* inp, int N, int C) {
+  OPTIMUS_CPU_OP(ctx);
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const float* x = inp + static_cast<int64_t>(n) * C;  // (C)
+    float s = 0.0f;
+    for (int c = 0; c < C; ++c) s += x[c];
+    sum[n] = s;
+  }
+}
+
+void layernorm_partial_sqdev(const Context& ctx, float* sqdev, const float* inp, const float* sum, int N, int C,
+                             int C_total) {
+  OPTIMUS_CPU_OP(ctx);
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const float* x = inp + static_cast<int64_t>(n) * C;  // (C)
+    const float m = sum[n] / static_cast<float>(C_total);
+    float s = 0.0f;
+    for (int c = 0; c < C; ++c) {
+      const float d = x[c] - m;
+      s += d * d;
+    }
+    sqdev[n] = s;
+  }
+}
+
+void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rstd, const float* inp, const float* sum,
+                         const float* sqdev, const float* weight, const float* bias, int N, int C, int C_total) {
+  OPTIMUS_CPU_OP(ctx);
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    // Read both statistics before writing either: mean may alias sum and rstd may alias sqdev.
+    const float m = sum[n] / static_cast<float>(C_total);
+    const float r = 1.0f / std::sqrt(sqdev[n] / static_cast<float>(C_total) + kLayerNormEps);
+    mean[n] = m;
+    rstd[n] = r;
+    const float* x = inp + static_cast<int64_t>(n) * C;  // (C)
+    float* y = out + static_cast<int64_t>(n) * C;        // (C)
+    for (int c = 0; c < C; ++c) y[c] = (x[c] - m) * r * weight[c] + bias[c];
+  }
+}
+
+// ---- backward pieces -------------------------------------------------------------------------
+
+void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx, const float* dout, const float* inp,
+                                const float* weight, const float* mean, const float* rstd, int N, int C) {
+  OPTIMUS_CPU_OP(ctx);
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const float* x = inp + static_cast<int64_t>(n) * C;    // (C)
+    const float* dy = dout + static_cast<int64_t>(n) * C;  // (C)
+    float sg = 0.0f, sgx = 0.0f;
+    for (int c = 0; c < C; ++c) {
+      const float g = dy[c] * weight[c];
+      sg += g;
+      sgx += g * (x[c] - mean[n]) * rstd[n];
+    }
+    sum_g[n] = sg;
+    sum_gx[n] = sgx;
+  }
+}
+
+void layernorm_backward_apply(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
+                              const float* inp, const float* weight, const float* mean, const float* rstd,
+                              const float* sum_g, const float* sum_gx, int N, int C, int C_total) {
+  OPTIMUS_CPU_OP(ctx);
+  if (dinp != nullptr) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n) {
+      const float* x = inp + static_cast<int64_t>(n) * C;    // (C)
+      const float* dy = dout + static_cast<int64_t>(n) * C;  // (C)
+      float* dx = dinp + static_cast<int64_t>(n) * C;        // (C)
+      const float mean_g = sum_g[n] / static_cast<float>(C_total);
+      const float mean_gx = sum_gx[n] / static_cast<float>(C_total);
+      for (int c = 0; c < C; ++c) {
+        const float xhat = (x[c] - mean[n]) * rstd[n];
+        dx[c] += rstd[n] * (dy[c] * weight[c] - mean_g - xhat * mean_gx);
+      }
+    }
+  }
+  if (dweight == nullptr && dbias == nullptr) return;
+  // dweight and dbias are sums over rows: threads own strips of columns and walk down the rows,
+  // which reads whole cache lines and sums each column in row order for any thread count.
+  constexpr int kStrip = 16;
+  const int strips = (C + kStrip - 1) / kStrip;
+#pragma omp parallel for schedule(static)
+  for (int s = 0; s < strips; ++s) {
+    const int c0 = s * kStrip;
+    const int width = std::min(kStrip, C - c0);
+    float dw[kStrip] = {}, db[kStrip] = {};
+    for (int n = 0; n < N; ++n) {
+      const float* x = inp + static_cast<int64_t>(n) * C + c0;
+      const float* dy = dout + static_cast<int64_t>(n) * C + c0;
+      for (int c = 0; c < width; ++c) {
+        dw[c] += dy[c] * (x[c] - mean[n]) * rstd[n];
+        db[c] += dy[c];
+      }
+    }
+    for (int c = 0; c < width; ++c) {
+      if (dweight != nullptr) dweight[c0 + c] += dw[c];
+      if (dbias != nullptr) dbias[c0 + c] += db[c];
+    }
+  }
+}
+
+// ---- the serial composites: the pieces over whole rows ----------------------------------------
+
+void layernorm_forward(const Context& ctx, float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int N, int C) {
+  // mean (N) holds the row sums and rstd (N) the squared deviations until normalize turns them
+  // into the statistics (it allows that aliasing), so the composite needs no scratch.
+  layernorm_partial_sum(ctx, mean, inp, N, C);
+  layernorm_partial_sqdev(ctx, rstd, inp, mean, N, C, C);
+  layernorm_normalize(ctx, out, mean, rstd, inp, mean, rstd, weight, bias, N, C, C);
+}
+
+void layernorm_backward(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
+                        const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C) {
+  OPTIMUS_CPU_OP(ctx);
+  Buffer sums(*ctx.ledger, MemoryCategory::workspace, {2, N});  // (2, N): Σg and Σg·xhat per row
+  float* sum_g = sums.data();
+  float* sum_gx = sums.data() + N;
+  layernorm_backward_partial(ctx, sum_g, sum_gx, dout, inp, weight, mean, rstd, N, C);
+  layernorm_backward_apply(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, sum_g, sum_gx, N, C, C);
+}
+
+}  // namespace optimus::core

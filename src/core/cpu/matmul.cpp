@@ -1,1 +1,101 @@
-// placeholder: written by the foundation work (see ops.h)
+// Matrix products on the CPU (DESIGN §9): matmul with transposes, the GPT-2 Conv1D linear layer and
+// the bias add, all on OpenBLAS's sgemm — never a hand-written GEMM on the readable path.
+// Every backward is itself a matmul with beta = 1, which is how the "backward ops accumulate" rule
+// of ops.h costs nothing here.
+#include <cblas.h>
+
+#include <algorithm>
+
+#include "core/dispatch.h"
+#include "core/ops.h"
+
+namespace optimus::core {
+
+namespace {
+
+CBLAS_TRANSPOSE to_cblas(Trans t) {
+  return t == Trans::yes ? CblasTrans : CblasNoTrans;
+}
+
+}  // namespace
+
+void matmul_strided(const Context& ctx, float* c, int ldc, const float* a, int lda, const float* b, int ldb, int M,
+                    int N, int K, Trans ta, Trans tb, float alpha, float beta) {
+  OPTIMUS_CPU_OP(ctx);
+  cblas_sgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void matmul(const Context& ctx, float* c, const float* a, const float* b, int M, int N, int K, Trans ta, Trans tb,
+            float alpha, float beta) {
+  // Row strides of the stored matrices: a is (M, K) or (K, M), b is (K, N) or (N, K).
+  const int lda = ta == Trans::no ? K : M;
+  const int ldb = tb == Trans::no ? N : K;
+  matmul_strided(ctx, c, N, a, lda, b, ldb, M, N, K, ta, tb, alpha, beta);
+}
+
+// With A = op(a) (M, K), Bm = op(b) (K, N) and C = A·Bm: dA = dC·Bmᵀ and dBm = Aᵀ·dC. When a is
+// stored transposed, its gradient is dAᵀ = Bm·dCᵀ, and likewise for b, so each of the four cases
+// is one sgemm whose operands are a, b, dc with the right flags.
+void matmul_backward(const Context& ctx, float* da, float* db, const float* dc, const float* a, const float* b, int M,
+                     int N, int K, Trans ta, Trans tb) {
+  const Trans flip_a = ta == Trans::no ? Trans::yes : Trans::no;
+  const Trans flip_b = tb == Trans::no ? Trans::yes : Trans::no;
+  if (da != nullptr) {
+    if (ta == Trans::no) {
+      matmul(ctx, da, dc, b, M, K, N, Trans::no, flip_b, 1.0f, 1.0f);  // da (M, K) += dc · op(b)ᵀ
+    } else {
+      matmul(ctx, da, b, dc, K, M, N, tb, Trans::yes, 1.0f, 1.0f);  // da (K, M) += op(b) · dcᵀ
+    }
+  }
+  if (db != nullptr) {
+    if (tb == Trans::no) {
+      matmul(ctx, db, a, dc, K, N, M, flip_a, Trans::no, 1.0f, 1.0f);  // db (K, N) += op(a)ᵀ · dc
+    } else {
+      matmul(ctx, db, dc, a, N, K, M, Trans::yes, ta, 1.0f, 1.0f);  // db (N, K) += dcᵀ · op(a)
+    }
+  }
+}
+
+void linear_forward(const Context& ctx, float* out, const float* inp, const float* weight, const float* bias, int N,
+                    int C, int OC) {
+  // out (N, OC) = inp (N, C) · weight (C, OC); the bias is added after the product, the same order
+  // the parallel stages use when they add it after a reduction.
+  matmul(ctx, out, inp, weight, N, OC, C, Trans::no, Trans::no);
+  if (bias != nullptr) bias_add_forward(ctx, out, bias, N, OC);
+}
+
+void linear_backward(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int C, int OC) {
+  matmul_backward(ctx, dinp, dweight, dout, inp, weight, N, OC, C, Trans::no, Trans::no);
+  if (dbias != nullptr) bias_add_backward(ctx, dbias, dout, N, OC);
+}
+
+void bias_add_forward(const Context& ctx, float* out, const float* bias, int N, int OC) {
+  OPTIMUS_CPU_OP(ctx);
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    float* row = out + static_cast<int64_t>(n) * OC;  // (OC)
+    for (int o = 0; o < OC; ++o) row[o] += bias[o];
+  }
+}
+
+void bias_add_backward(const Context& ctx, float* dbias, const float* dout, int N, int OC) {
+  OPTIMUS_CPU_OP(ctx);
+  // Threads own strips of kStrip columns and walk down the rows, so every read is a whole cache
+  // line and every column is summed in row order whatever the thread count (deterministic).
+  constexpr int kStrip = 16;
+  const int strips = (OC + kStrip - 1) / kStrip;
+#pragma omp parallel for schedule(static)
+  for (int s = 0; s < strips; ++s) {
+    const int o0 = s * kStrip;
+    const int width = std::min(kStrip, OC - o0);
+    float acc[kStrip] = {};
+    for (int n = 0; n < N; ++n) {
+      const float* row = dout + static_cast<int64_t>(n) * OC + o0;
+      for (int o = 0; o < width; ++o) acc[o] += row[o];
+    }
+    for (int o = 0; o < width; ++o) dbias[o0 + o] += acc[o];
+  }
+}
+
+}  // namespace optimus::core

@@ -1,0 +1,122 @@
+// The Communicator interface (DESIGN §9): the collectives the stages use, over a group of ranks.
+// Stage 2 needs all_reduce; stage 3 adds broadcast and reduce (SUMMA), all_gather and
+// reduce_scatter (the embedding) over the row_comm and col_comm of the q×q grid. Implementations:
+// MpiCommunicator (host memory); every completed call is counted in a CommLedger.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "comm/comm_ledger.h"
+
+namespace optimus::comm {
+
+enum class ReduceOp { sum, max };
+enum class DType { f32, f64, i32 };
+
+/// The element types the collectives carry.
+template <typename T>
+concept CommElement = std::same_as<T, float> || std::same_as<T, double> || std::same_as<T, int32_t>;
+
+template <CommElement T>
+constexpr DType dtype_of() {
+  if constexpr (std::same_as<T, float>) return DType::f32;
+  if constexpr (std::same_as<T, double>) return DType::f64;
+  return DType::i32;
+}
+
+/// A group of `size()` ranks; this process is `rank()` in it. Every member must make the same
+/// calls in the same order with the same n (and root) — as with MPI. Counts are elements, not
+/// bytes. Buffers live where the implementation expects them (host memory for MpiCommunicator).
+/// Bad arguments (n < 0, a root outside the group, n beyond what the implementation can send in
+/// one call) throw std::invalid_argument or std::length_error before any communication.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  /// The name the ledger records under ("world", "row", "col", ...).
+  const std::string& name() const { return name_; }
+  CommLedger& ledger() const { return *ledger_; }
+
+  /// buf[0..n) becomes the element-wise reduction over all ranks, on every rank.
+  template <CommElement T>
+  void all_reduce(T* buf, int64_t n, ReduceOp op = ReduceOp::sum) {
+    check_count("all_reduce", n);
+    do_all_reduce(buf, n, dtype_of<T>(), op);
+    record(CommOp::all_reduce, n * int64_t{sizeof(T)});
+  }
+
+  /// buf[0..n) of rank `root` is copied into buf on every rank.
+  template <CommElement T>
+  void broadcast(T* buf, int64_t n, int root) {
+    check_count("broadcast", n);
+    check_root("broadcast", root);
+    do_broadcast(buf, n, dtype_of<T>(), root);
+    record(CommOp::broadcast, n * int64_t{sizeof(T)});
+  }
+
+  /// buf[0..n) on `root` becomes the reduction over all ranks; on other ranks buf is only read.
+  template <CommElement T>
+  void reduce(T* buf, int64_t n, int root, ReduceOp op = ReduceOp::sum) {
+    check_count("reduce", n);
+    check_root("reduce", root);
+    do_reduce(buf, n, dtype_of<T>(), root, op);
+    record(CommOp::reduce, n * int64_t{sizeof(T)});
+  }
+
+  /// recv (size()·n) gets rank k's send (n) at recv[k·n]. send may be recv + rank()·n (in place).
+  template <CommElement T>
+  void all_gather(T* recv, const T* send, int64_t n) {
+    check_count("all_gather", n);
+    do_all_gather(recv, send, n, dtype_of<T>());
+    record(CommOp::all_gather, size_ * n * int64_t{sizeof(T)});
+  }
+
+  /// send (size()·n) is reduced element-wise over all ranks; recv (n) gets block rank() of the
+  /// result, i.e. the reduction of send[rank()·n .. rank()·n + n). recv must not overlap send.
+  template <CommElement T>
+  void reduce_scatter(T* recv, const T* send, int64_t n, ReduceOp op = ReduceOp::sum) {
+    check_count("reduce_scatter", n);
+    do_reduce_scatter(recv, send, n, dtype_of<T>(), op);
+    record(CommOp::reduce_scatter, size_ * n * int64_t{sizeof(T)});
+  }
+
+  /// Returns once every rank of the group has entered it.
+  void barrier();
+
+  /// Collective over this group: ranks with the same color (≥ 0) form a new group, ordered by key
+  /// (ties by rank here). The child records into this communicator's ledger under `name`.
+  std::unique_ptr<Communicator> split(int color, int key, std::string name);
+
+ protected:
+  Communicator(int rank, int size, std::string name, CommLedger& ledger)
+      : rank_(rank), size_(size), name_(std::move(name)), ledger_(&ledger) {}
+
+  // What an implementation provides; arguments are already checked (n ≥ 0, root in the group).
+  virtual void do_all_reduce(void* buf, int64_t n, DType t, ReduceOp op) = 0;
+  virtual void do_broadcast(void* buf, int64_t n, DType t, int root) = 0;
+  virtual void do_reduce(void* buf, int64_t n, DType t, int root, ReduceOp op) = 0;
+  virtual void do_all_gather(void* recv, const void* send, int64_t n, DType t) = 0;
+  virtual void do_reduce_scatter(void* recv, const void* send, int64_t n, DType t, ReduceOp op) = 0;
+  virtual void do_barrier() = 0;
+  virtual std::unique_ptr<Communicator> do_split(int color, int key, std::string name) = 0;
+
+ private:
+  void check_count(const char* op, int64_t n) const;
+  void check_root(const char* op, int root) const;
+  void record(CommOp op, int64_t bytes) { ledger_->record(name_, op, bytes); }
+
+  int rank_;
+  int size_;
+  std::string name_;
+  CommLedger* ledger_;  // not owned; outlives the communicator
+};
+
+}  // namespace optimus::comm

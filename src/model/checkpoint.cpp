@@ -1,0 +1,279 @@
+// config.json <-> GPTConfig, and the canonical tensors <-> model.safetensors, with the checks that
+// turn a checkpoint that does not fit into one sentence (DESIGN §11).
+#include "model/checkpoint.h"
+
+#include <charconv>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <stdexcept>
+
+#include "core/errors.h"
+#include "model/file_io.h"
+#include "model/params.h"
+
+namespace optimus::model {
+
+using core::ConfigError;
+using json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The double whose shortest decimal form is the float's, so config.json says 0.1, not
+// 0.10000000149011612; reading it back and rounding to float gives the same float.
+double as_written(float x) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  double d = 0.0;
+  std::from_chars(buf, r.ptr, d);
+  return d;
+}
+
+// A value for a message: integers as they are, floats in their shortest form (1e-05, not 0.000010).
+std::string text(int v) {
+  return std::to_string(v);
+}
+std::string text(float v) {
+  char buf[32];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+std::string quote_name(const std::string& s) {
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string show(const json& v) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return s.size() > 40 ? s.substr(0, 40) + "..." : s;
+}
+
+int required_int(const json& cfg, const char* key, const std::string& where) {
+  if (!cfg.contains(key)) {
+    throw ConfigError(where + " has no \"" + key + "\"; add it or re-save the checkpoint");
+  }
+  const json& v = cfg[key];
+  if (!v.is_number_integer() || v.get<int64_t>() < std::numeric_limits<int>::min() ||
+      v.get<int64_t>() > std::numeric_limits<int>::max()) {
+    throw ConfigError(where + " has \"" + key + "\": " + show(v) + ", which is not an integer; write it as a number");
+  }
+  return v.get<int>();
+}
+
+float optional_float(const json& cfg, const char* key, float fallback, const std::string& where) {
+  if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
+  const json& v = cfg[key];
+  if (!v.is_number()) {
+    throw ConfigError(where + " has \"" + key + "\": " + show(v) + ", which is not a number; write it as a number");
+  }
+  return static_cast<float>(v.get<double>());
+}
+
+// transformers saved the causal mask as buffers named h.{l}.attn.bias and h.{l}.attn.masked_bias
+// (before 4.31); they are not parameters, and we rebuild the mask ourselves.
+bool is_attention_mask_buffer(const std::string& name) {
+  static const std::regex pattern(R"(transformer\.h\.\d+\.attn\.(masked_)?bias)");
+  return std::regex_match(name, pattern);
+}
+
+}  // namespace
+
+std::string config_to_json(const GPTConfig& c) {
+  const double dropout = as_written(c.dropout);
+  json j = {
+      {"architectures", {"GPT2LMHeadModel"}},
+      {"model_type", "gpt2"},
+      {"vocab_size", c.vocab_size},
+      {"n_positions", c.n_positions},
+      {"n_ctx", c.n_positions},
+      {"n_embd", c.n_embd},
+      {"n_layer", c.n_layer},
+      {"n_head", c.n_head},
+      {"activation_function", "gelu_new"},  // GELU, tanh approximation
+      {"layer_norm_epsilon", as_written(c.layer_norm_epsilon)},
+      {"resid_pdrop", dropout},
+      {"embd_pdrop", dropout},
+      {"attn_pdrop", dropout},
+      {"initializer_range", 0.02},
+      {"tie_word_embeddings", true},
+      {"bos_token_id", c.vocab_size - 1},
+      {"eos_token_id", c.vocab_size - 1},
+      {"torch_dtype", "float32"},
+  };
+  return j.dump(2) + "\n";
+}
+
+GPTConfig config_from_json(const std::string& text, const std::string& path) {
+  const std::string where = "checkpoint config " + path;
+  json cfg;
+  try {
+    cfg = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw ConfigError(where + " is not valid JSON (parse error near byte " + std::to_string(e.byte) +
+                      "); fix it or re-save the checkpoint");
+  }
+  if (!cfg.is_object())
+    throw ConfigError(where + " is a JSON " + cfg.type_name() + ", not an object; re-save the checkpoint");
+  if (!cfg.contains("model_type")) {
+    throw ConfigError(where + " has no \"model_type\"; a GPT-2 checkpoint's config.json says \"model_type\": \"gpt2\"");
+  }
+  if (cfg["model_type"] != "gpt2") {
+    throw ConfigError(where + " has \"model_type\": " + show(cfg["model_type"]) +
+                      ", but this project runs only GPT-2 models (\"gpt2\"); use a GPT-2 checkpoint");
+  }
+  // gelu_pytorch_tanh is the same function as gelu_new (GELU with the tanh approximation).
+  if (cfg.contains("activation_function") && cfg["activation_function"] != "gelu_new" &&
+      cfg["activation_function"] != "gelu_pytorch_tanh") {
+    throw ConfigError(where + " has \"activation_function\": " + show(cfg["activation_function"]) +
+                      ", but this project's GPT-2 uses gelu_new (GELU, tanh approximation); use a checkpoint with it");
+  }
+  if (cfg.contains("tie_word_embeddings") && cfg["tie_word_embeddings"] == false) {
+    throw ConfigError(where +
+                      " has \"tie_word_embeddings\": false, but an untied LM head is not supported; use a "
+                      "checkpoint whose LM head is tied to wte");
+  }
+  GPTConfig c;
+  c.n_embd = required_int(cfg, "n_embd", where);
+  c.n_layer = required_int(cfg, "n_layer", where);
+  c.n_head = required_int(cfg, "n_head", where);
+  c.n_positions = required_int(cfg, "n_positions", where);
+  c.vocab_size = required_int(cfg, "vocab_size", where);
+  c.layer_norm_epsilon = optional_float(cfg, "layer_norm_epsilon", 1e-5f, where);
+  c.dropout = optional_float(cfg, "attn_pdrop", 0.0f, where);
+  if (cfg.contains("n_inner") && !cfg["n_inner"].is_null() && cfg["n_inner"] != 4 * c.n_embd) {
+    throw ConfigError(where + " has \"n_inner\": " + show(cfg["n_inner"]) + ", but this project's MLP is 4·n_embd = " +
+                      std::to_string(4 * c.n_embd) + " wide; remove n_inner or use a checkpoint with the usual width");
+  }
+  try {
+    c.validate();
+  } catch (const ConfigError& e) {
+    throw ConfigError(where + " does not describe a valid model: " + e.what());
+  }
+  return c;
+}
+
+GPTConfig read_config(const std::string& path) {
+  return config_from_json(read_whole_file(path, "checkpoint config"), path);
+}
+
+void save_model(const std::string& dir, const GPTConfig& config, const CanonicalParams& params,
+                const Metadata& metadata) {
+  config.validate();
+  const std::vector<ParamInfo> infos = canonical_parameters(config);
+  if (params.size() != infos.size()) {
+    throw std::invalid_argument("save_model: " + std::to_string(params.size()) + " tensors given, the model has " +
+                                std::to_string(infos.size()));
+  }
+  std::vector<SafeTensor> tensors;
+  tensors.reserve(infos.size());
+  for (size_t k = 0; k < infos.size(); ++k) {
+    if (static_cast<int64_t>(params[k].size()) != infos[k].shape.numel()) {
+      throw std::invalid_argument("save_model: " + infos[k].name + " has " + std::to_string(params[k].size()) +
+                                  " elements, its shape " + infos[k].shape.str() + " needs " +
+                                  std::to_string(infos[k].shape.numel()));
+    }
+    tensors.push_back(SafeTensor::from_floats(infos[k].name, infos[k].shape, params[k].data()));
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw ConfigError("cannot create checkpoint directory " + dir + ": " + ec.message() + "; choose another directory");
+  }
+  Metadata m = metadata;
+  m["format"] = "pt";  // transformers refuses a safetensors file whose metadata lacks a known format
+  write_safetensors((fs::path(dir) / kWeightsFile).string(), tensors, m);
+  // config.json last: in a fresh directory, its presence means the weights are complete.
+  const std::string config_path = (fs::path(dir) / kConfigFile).string();
+  const std::string text = config_to_json(config);
+  write_atomically(config_path, [&](std::FILE* f) { write_bytes(f, text.data(), text.size(), config_path); });
+}
+
+LoadedModel load_model(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw ConfigError("checkpoint directory " + dir + " does not exist or is not a directory; a checkpoint is a " +
+                      "directory holding config.json and model.safetensors — check the path");
+  }
+  LoadedModel out;
+  out.config = read_config((fs::path(dir) / kConfigFile).string());
+  const std::string weights = (fs::path(dir) / kWeightsFile).string();
+  const SafeTensorFile file = read_safetensors(weights);
+  out.metadata = file.metadata;
+
+  const std::vector<ParamInfo> infos = canonical_parameters(out.config);
+  std::map<std::string, size_t> position;
+  for (size_t k = 0; k < infos.size(); ++k) position[infos[k].name] = k;
+  std::vector<const SafeTensor*> found(infos.size(), nullptr);
+  const SafeTensor* lm_head = nullptr;
+  for (const SafeTensor& t : file.tensors) {
+    if (t.name == "lm_head.weight") {
+      lm_head = &t;
+      continue;
+    }
+    // A GPT2Model (no LM head) saves its tensors without the "transformer." prefix.
+    const std::string name = t.name.starts_with("transformer.") ? t.name : "transformer." + t.name;
+    const auto it = position.find(name);
+    if (it == position.end()) {
+      if (is_attention_mask_buffer(name)) continue;
+      throw ConfigError("checkpoint file " + weights + " has an unexpected tensor " + quote_name(t.name) + " " +
+                        t.shape.str() + " that this GPT-2 model does not have; it was saved for another " +
+                        "architecture — use a GPT-2 checkpoint");
+    }
+    if (found[it->second] != nullptr) {
+      throw ConfigError("checkpoint file " + weights + " holds " + name + " twice (with and without the " +
+                        "\"transformer.\" prefix); keep one of them");
+    }
+    found[it->second] = &t;
+  }
+
+  out.params.reserve(infos.size());
+  for (size_t k = 0; k < infos.size(); ++k) {
+    const ParamInfo& info = infos[k];
+    const SafeTensor* t = found[k];
+    if (t == nullptr) {
+      throw ConfigError("checkpoint file " + weights + " is missing tensor " + info.name + " " + info.shape.str() +
+                        ", which the model in config.json needs; the checkpoint is incomplete — use another one");
+    }
+    if (t->dtype != DType::f32) {
+      throw ConfigError("tensor " + t->name + " in checkpoint file " + weights + " is " + dtype_name(t->dtype) +
+                        " but F32 is expected; save the model in float32");
+    }
+    if (!(t->shape == info.shape)) {
+      throw ConfigError("tensor " + t->name + " in checkpoint file " + weights + " has shape " + t->shape.str() +
+                        " but config.json's model expects " + info.shape.str() +
+                        "; the weights and config.json do not belong together — use a matching checkpoint");
+    }
+    out.params.push_back(t->floats());
+  }
+  // An explicit LM head is fine only if it is the tied one: exactly wte (params[0]).
+  if (lm_head != nullptr &&
+      (lm_head->dtype != DType::f32 || !(lm_head->shape == infos[0].shape) || lm_head->bytes != found[0]->bytes)) {
+    throw ConfigError("checkpoint file " + weights + " has an lm_head.weight that differs from " + infos[0].name +
+                      ": an untied LM head is not supported; use a checkpoint whose LM head is tied to wte");
+  }
+  return out;
+}
+
+void check_same_model(const GPTConfig& expected, const GPTConfig& found, const std::string& dir) {
+  auto same = [&](const char* key, auto want, auto got) {
+    if (want == got) return;
+    throw ConfigError("checkpoint " + dir + " has " + key + " = " + text(got) + " but this run expects " + text(want) +
+                      "; run with the checkpoint's model settings or use another checkpoint");
+  };
+  same("n_layer", expected.n_layer, found.n_layer);
+  same("n_embd", expected.n_embd, found.n_embd);
+  same("n_head", expected.n_head, found.n_head);
+  same("n_positions", expected.n_positions, found.n_positions);
+  same("vocab_size", expected.vocab_size, found.vocab_size);
+  same("layer_norm_epsilon", expected.layer_norm_epsilon, found.layer_norm_epsilon);
+}
+
+CanonicalParams load_model_matching(const std::string& dir, const GPTConfig& expected) {
+  LoadedModel m = load_model(dir);
+  check_same_model(expected, m.config, dir);
+  return std::move(m.params);
+}
+
+}  // namespace optimus::model

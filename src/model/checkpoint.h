@@ -1,0 +1,61 @@
+// Model checkpoints in the Hugging Face GPT-2 layout (DESIGN §6): a directory holding config.json
+// (GPTConfig under GPT2Config's keys) and model.safetensors (the canonical tensors under their HF
+// names), which transformers.GPT2LMHeadModel.from_pretrained loads as it is. Every stage gathers its
+// shards into canonical tensors to save (model/shard.h) and scatters the loaded ones back.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/safetensors.h"
+
+namespace optimus::model {
+
+inline constexpr const char* kConfigFile = "config.json";
+inline constexpr const char* kWeightsFile = "model.safetensors";
+
+/// The model's tensors in canonical order, canonical_parameters(config): params[k] holds parameter
+/// k's elements, row-major in its canonical shape.
+using CanonicalParams = std::vector<std::vector<float>>;
+
+struct LoadedModel {
+  GPTConfig config;
+  CanonicalParams params;
+  Metadata metadata;  // model.safetensors' "__metadata__"
+};
+
+/// config.json's text: GPT-2's keys (model_type gpt2, gelu_new, tied embeddings, float32), with
+/// resid/embd/attn_pdrop = dropout and bos/eos = vocab_size - 1 so both are valid token ids.
+std::string config_to_json(const GPTConfig& config);
+
+/// The configuration in config.json's text; `path` names the file in messages. Needs model_type
+/// "gpt2" and integer n_embd, n_layer, n_head, n_positions, vocab_size; layer_norm_epsilon defaults
+/// to 1e-5 and dropout is attn_pdrop or 0. A missing or mistyped key, a model we cannot run (another
+/// model_type or activation, an untied head, n_inner ≠ 4·n_embd) or a config that fails validate()
+/// is a core::ConfigError naming the file.
+GPTConfig config_from_json(const std::string& text, const std::string& path);
+GPTConfig read_config(const std::string& path);
+
+/// Creates `dir` if needed and writes model.safetensors, then config.json, each atomically. `params`
+/// must be the canonical tensors of `config` (std::invalid_argument otherwise). The file's metadata
+/// is `metadata` plus "format": "pt", which transformers requires.
+void save_model(const std::string& dir, const GPTConfig& config, const CanonicalParams& params,
+                const Metadata& metadata = {});
+
+/// Reads a checkpoint directory. Every canonical tensor must be present, F32, with its canonical
+/// shape. Also accepted: names without the "transformer." prefix (a GPT2Model save), an
+/// lm_head.weight equal to wte (tied; dropped), and old transformers' attn.bias / attn.masked_bias
+/// mask buffers (dropped). Anything else, a missing tensor, a wrong shape or an untied LM head is a
+/// core::ConfigError naming the tensor and the file.
+LoadedModel load_model(const std::string& dir);
+
+/// Throws core::ConfigError naming the first key on which a checkpoint's configuration (`found`, in
+/// `dir`) differs from the one a run expects, with both values. Dropout is a training setting, not
+/// part of the model, so it may differ.
+void check_same_model(const GPTConfig& expected, const GPTConfig& found, const std::string& dir);
+
+/// load_model, then check_same_model against `expected`: the parameters for a run whose model is fixed.
+CanonicalParams load_model_matching(const std::string& dir, const GPTConfig& expected);
+
+}  // namespace optimus::model

@@ -1,0 +1,51 @@
+// GPTConfig's validation and the named configurations.
+#include "model/config.h"
+
+#include <cmath>
+
+#include "core/errors.h"
+
+namespace optimus::model {
+
+using core::ConfigError;
+
+void GPTConfig::validate() const {
+  auto positive = [](const char* what, int v) {
+    if (v <= 0) throw ConfigError(std::string(what) + " must be positive, but is " + std::to_string(v));
+  };
+  positive("the number of layers (--layers)", n_layer);
+  positive("the embedding width (--embd)", n_embd);
+  positive("the number of heads (--heads)", n_head);
+  positive("the sequence length (--seq, n_positions)", n_positions);
+  positive("the vocabulary size", vocab_size);
+  if (n_embd % n_head != 0) {
+    throw ConfigError("the embedding width " + std::to_string(n_embd) + " is not divisible by the number of heads " +
+                      std::to_string(n_head) + "; choose --embd a multiple of --heads");
+  }
+  if (!(dropout >= 0.0f && dropout < 1.0f)) {
+    throw ConfigError("dropout must be in [0, 1), but is " + std::to_string(dropout));
+  }
+  if (!(layer_norm_epsilon > 0.0f) || !std::isfinite(layer_norm_epsilon)) {
+    throw ConfigError("layer_norm_epsilon must be positive and finite, but is " + std::to_string(layer_norm_epsilon));
+  }
+}
+
+GPTConfig GPTConfig::named(const std::string& name) {
+  GPTConfig c;
+  if (name == "tiny") {
+    c.n_layer = 4, c.n_embd = 256, c.n_head = 4, c.n_positions = 128;
+  } else if (name == "small") {
+    c.n_layer = 6, c.n_embd = 384, c.n_head = 6, c.n_positions = 256;
+  } else {
+    throw ConfigError("unknown model name '" + name + "'; the named models are tiny and small");
+  }
+  return c;
+}
+
+long long GPTConfig::num_parameters() const {
+  const long long C = n_embd, V = vocab_size, T = n_positions, L = n_layer, F = ffn();
+  const long long per_layer = 2 * C + (C * 3 * C + 3 * C) + (C * C + C) + 2 * C + (C * F + F) + (F * C + C);
+  return V * C + T * C + L * per_layer + 2 * C;
+}
+
+}  // namespace optimus::model

@@ -1,0 +1,33 @@
+// GPTConfig: the shape of the model every stage builds (DESIGN §3, §4), with validation that turns
+// each bad value into one clear sentence. The same struct is written to and read from a
+// checkpoint's config.json (Hugging Face GPT-2 keys).
+#pragma once
+
+#include <string>
+
+namespace optimus::model {
+
+struct GPTConfig {
+  int n_layer = 4;        // L
+  int n_embd = 256;       // C
+  int n_head = 4;         // NH; head size HS = C / NH
+  int n_positions = 128;  // the longest sequence T (rows of wpe)
+  int vocab_size = 256;   // V (rows of wte): bytes
+  float dropout = 0.0f;   // embedding, attention-probability and residual dropout
+  float layer_norm_epsilon = 1e-5f;
+
+  int head_size() const { return n_embd / n_head; }
+  int ffn() const { return 4 * n_embd; }  // F
+
+  /// Throws core::ConfigError naming the first bad value and the fix.
+  void validate() const;
+
+  /// The named configurations of the benchmarks: "tiny" (L4 C256 NH4 T128) and "small" (L6 C384 NH6
+  /// T256), both with the byte vocabulary. Throws ConfigError for another name.
+  static GPTConfig named(const std::string& name);
+
+  /// Number of parameters (the tied LM head counted once).
+  long long num_parameters() const;
+};
+
+}  // namespace optimus::model

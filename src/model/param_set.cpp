@@ -1,0 +1,57 @@
+// ParamSet: creation, initialisation and whole-set gradient operations.
+#include "model/param_set.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/ops.h"
+
+namespace optimus::model {
+
+ParamSet ParamSet::create(const GPTConfig& config, const core::Context& ctx,
+                          const std::function<ShardSpec(const ParamInfo&)>& spec_of, uint32_t seed) {
+  ParamSet set;
+  for (const ParamInfo& info : canonical_parameters(config)) {
+    ShardSpec spec = spec_of(info);
+    const core::Shape local = spec.local_shape();
+    ParamTensor t{info, spec, core::Buffer(*ctx.ledger, core::MemoryCategory::parameters, local, ctx.device),
+                  core::Buffer(*ctx.ledger, core::MemoryCategory::gradients, local, ctx.device)};
+    // Each local element takes the value of its canonical element: layout-independent.
+    std::vector<float> host(static_cast<size_t>(local.numel()));
+    for (int64_t k = 0; k < local.numel(); ++k) host[static_cast<size_t>(k)] = initial_value(info, seed, spec.global_index(k));
+    if (ctx.device != core::Device::cpu) throw std::runtime_error("ParamSet::create: CUDA parameters come with the CUDA backend");
+    std::copy(host.begin(), host.end(), t.value.data());
+    set.tensors.push_back(std::move(t));
+  }
+  return set;
+}
+
+ParamTensor& ParamSet::at(const std::string& name) {
+  for (auto& t : tensors) {
+    if (t.info.name == name) return t;
+  }
+  throw std::out_of_range("no parameter named " + name);
+}
+
+const ParamTensor& ParamSet::at(const std::string& name) const { return const_cast<ParamSet*>(this)->at(name); }
+
+void ParamSet::zero_grads() {
+  for (auto& t : tensors) std::fill(t.grad.data(), t.grad.data() + t.grad.numel(), 0.0f);
+}
+
+double ParamSet::owned_grad_sum_squares(const core::Context& ctx) const {
+  double total = 0.0;
+  for (const auto& t : tensors) {
+    if (!t.spec.owner) continue;
+    double s = 0.0;
+    core::sum_squares(ctx, &s, t.grad.data(), t.grad.numel());
+    total += s;
+  }
+  return total;
+}
+
+void ParamSet::scale_grads(const core::Context& ctx, float s) {
+  for (auto& t : tensors) core::scale(ctx, t.grad.data(), s, t.grad.numel());
+}
+
+}  // namespace optimus::model

@@ -1,0 +1,285 @@
+// The safetensors reader and writer. The writer lays tensors out back to back in the order given;
+// the reader trusts nothing: every offset, shape and length in the header is checked against the
+// file before a byte of data is used.
+#include "model/safetensors.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+#include "core/errors.h"
+#include "model/file_io.h"
+
+namespace optimus::model {
+
+using core::ConfigError;
+using json = nlohmann::ordered_json;  // ordered: the header lists tensors in the order of their data
+
+// The format is little-endian; we copy bytes as they are, which is right on every machine we target.
+static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian machine");
+
+namespace {
+
+constexpr uint64_t kElementBytes = 4;  // both F32 and I32
+
+std::string num(uint64_t v) {
+  return std::to_string(v);
+}
+
+// A name taken from a file, quoted and escaped so a damaged header cannot break the message's line.
+std::string quote_name(const std::string& s) {
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+const std::string kUseAnother = "; the file is damaged or not a safetensors file — use another checkpoint";
+
+struct Entry {
+  std::string name;
+  DType dtype = DType::f32;
+  core::Shape shape;
+  uint64_t begin = 0, end = 0;
+};
+
+bool is_count(const json& v) {
+  return v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+}
+
+// One header entry {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, checked on its own.
+Entry parse_entry(const std::string& where, const std::string& name, const json& v) {
+  const std::string tensor = "tensor " + quote_name(name) + " in " + where;
+  if (!v.is_object()) throw ConfigError(tensor + " is described by " + v.type_name() + ", not an object" + kUseAnother);
+  Entry e;
+  e.name = name;
+  if (!v.contains("dtype") || !v["dtype"].is_string()) {
+    throw ConfigError(tensor + " has no \"dtype\" string in its header entry" + kUseAnother);
+  }
+  const std::string dtype = v["dtype"].get<std::string>();
+  if (dtype == "F32") {
+    e.dtype = DType::f32;
+  } else if (dtype == "I32") {
+    e.dtype = DType::i32;
+  } else {
+    throw ConfigError(tensor + " has dtype " + quote_name(dtype) +
+                      ", which this reader does not support (only F32 and I32); save the model in float32");
+  }
+  if (!v.contains("shape") || !v["shape"].is_array() || !std::all_of(v["shape"].begin(), v["shape"].end(), is_count)) {
+    throw ConfigError(tensor + " has no \"shape\" list of non-negative integers in its header entry" + kUseAnother);
+  }
+  for (const json& d : v["shape"]) e.shape.dims.push_back(d.get<int64_t>());
+  const json* offsets = v.contains("data_offsets") ? &v["data_offsets"] : nullptr;
+  if (offsets == nullptr || !offsets->is_array() || offsets->size() != 2 || !is_count((*offsets)[0]) ||
+      !is_count((*offsets)[1])) {
+    throw ConfigError(tensor + " has no \"data_offsets\" pair [begin, end] of non-negative integers" + kUseAnother);
+  }
+  e.begin = (*offsets)[0].get<uint64_t>();
+  e.end = (*offsets)[1].get<uint64_t>();
+  if (e.end < e.begin) {
+    throw ConfigError(tensor + " has data_offsets [" + num(e.begin) + ", " + num(e.end) +
+                      "] out of order (the end comes before the begin)" + kUseAnother);
+  }
+  // numel × 4 must equal the byte range. The dims come from the file, so guard the product against
+  // overflow: a count past 2^64 / 4 bytes cannot match any range.
+  const uint64_t span = e.end - e.begin;
+  const bool has_zero = std::find(e.shape.dims.begin(), e.shape.dims.end(), 0) != e.shape.dims.end();
+  uint64_t count = has_zero ? 0 : 1;
+  bool countable = true;
+  for (int64_t d : e.shape.dims) {
+    if (has_zero) break;
+    const auto ud = static_cast<uint64_t>(d);
+    if (count > std::numeric_limits<uint64_t>::max() / kElementBytes / ud) {
+      countable = false;
+      break;
+    }
+    count *= ud;
+  }
+  if (!countable || count * kElementBytes != span) {
+    const std::string needs =
+        countable ? num(count) + " elements = " + num(count * kElementBytes) + " bytes" : "too many elements to count";
+    throw ConfigError(tensor + " has shape " + e.shape.str() + " (" + needs + " of " + dtype +
+                      ") but its data_offsets [" + num(e.begin) + ", " + num(e.end) + "] span " + num(span) + " bytes" +
+                      kUseAnother);
+  }
+  return e;
+}
+
+Metadata parse_metadata(const std::string& where, const json& v) {
+  Metadata m;
+  const std::string bad = "the \"__metadata__\" of " + where + " is not an object of strings" + kUseAnother;
+  if (!v.is_object()) throw ConfigError(bad);
+  for (const auto& [key, value] : v.items()) {
+    if (!value.is_string()) throw ConfigError(bad);
+    m[key] = value.get<std::string>();
+  }
+  return m;
+}
+
+}  // namespace
+
+const char* dtype_name(DType dtype) {
+  return dtype == DType::f32 ? "F32" : "I32";
+}
+
+SafeTensor SafeTensor::from_floats(std::string name, core::Shape shape, const float* data) {
+  SafeTensor t{std::move(name), DType::f32, std::move(shape), {}};
+  t.bytes.resize(static_cast<size_t>(t.shape.numel()) * sizeof(float));
+  if (!t.bytes.empty()) std::memcpy(t.bytes.data(), data, t.bytes.size());
+  return t;
+}
+
+SafeTensor SafeTensor::from_ints(std::string name, core::Shape shape, const int32_t* data) {
+  SafeTensor t{std::move(name), DType::i32, std::move(shape), {}};
+  t.bytes.resize(static_cast<size_t>(t.shape.numel()) * sizeof(int32_t));
+  if (!t.bytes.empty()) std::memcpy(t.bytes.data(), data, t.bytes.size());
+  return t;
+}
+
+std::vector<float> SafeTensor::floats() const {
+  if (dtype != DType::f32) throw std::logic_error("SafeTensor::floats: tensor " + name + " is " + dtype_name(dtype));
+  std::vector<float> v(bytes.size() / sizeof(float));
+  if (!v.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
+  return v;
+}
+
+std::vector<int32_t> SafeTensor::ints() const {
+  if (dtype != DType::i32) throw std::logic_error("SafeTensor::ints: tensor " + name + " is " + dtype_name(dtype));
+  std::vector<int32_t> v(bytes.size() / sizeof(int32_t));
+  if (!v.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
+  return v;
+}
+
+const SafeTensor* SafeTensorFile::find(const std::string& name) const {
+  for (const SafeTensor& t : tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+const SafeTensor& SafeTensorFile::require(const std::string& name, DType dtype, const core::Shape& shape) const {
+  const SafeTensor* t = find(name);
+  if (t == nullptr) {
+    throw ConfigError("checkpoint file " + path + " has no tensor " + name +
+                      "; it was saved by another program or for another model — use a matching checkpoint");
+  }
+  if (t->dtype != dtype || !(t->shape == shape)) {
+    throw ConfigError("tensor " + name + " in checkpoint file " + path + " is " + dtype_name(t->dtype) + " " +
+                      t->shape.str() + " but " + dtype_name(dtype) + " " + shape.str() +
+                      " is expected; the checkpoint was saved for another model — use a matching checkpoint");
+  }
+  return *t;
+}
+
+void write_safetensors(const std::string& path, const std::vector<SafeTensor>& tensors, const Metadata& metadata) {
+  json header = json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::set<std::string> names;
+  uint64_t offset = 0;
+  for (const SafeTensor& t : tensors) {
+    if (t.name.empty() || t.name == "__metadata__" || !names.insert(t.name).second) {
+      throw std::invalid_argument("write_safetensors: tensor name '" + t.name + "' is empty, reserved or repeated");
+    }
+    for (int64_t d : t.shape.dims) {
+      if (d < 0) throw std::invalid_argument("write_safetensors: tensor " + t.name + " has shape " + t.shape.str());
+    }
+    if (t.bytes.size() != static_cast<size_t>(t.shape.numel()) * kElementBytes) {
+      throw std::invalid_argument("write_safetensors: tensor " + t.name + " of shape " + t.shape.str() + " holds " +
+                                  std::to_string(t.bytes.size()) + " bytes");
+    }
+    const uint64_t end = offset + t.bytes.size();
+    header[t.name] = {
+        {"dtype", dtype_name(t.dtype)}, {"shape", t.shape.dims}, {"data_offsets", json::array({offset, end})}};
+    offset = end;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned, as the reference pads
+  const uint64_t n = text.size();
+  unsigned char length[8];
+  std::memcpy(length, &n, 8);  // little-endian u64
+  write_atomically(path, [&](std::FILE* f) {
+    write_bytes(f, length, 8, path);
+    write_bytes(f, text.data(), text.size(), path);
+    for (const SafeTensor& t : tensors) write_bytes(f, t.bytes.data(), t.bytes.size(), path);
+  });
+}
+
+SafeTensorFile read_safetensors(const std::string& path) {
+  const std::string where = "checkpoint file " + path;
+  const std::string file = read_whole_file(path, "checkpoint file");
+  if (file.size() < 8) {
+    throw ConfigError(where + " is " + num(file.size()) +
+                      " bytes long, too short to hold even the 8-byte header length; it is empty or was cut short — "
+                      "use another checkpoint");
+  }
+  uint64_t n = 0;
+  std::memcpy(&n, file.data(), 8);
+  const uint64_t after_length = file.size() - 8;
+  if (n > after_length) {
+    throw ConfigError(where + " is shorter than its header: the header length says " + num(n) + " bytes but only " +
+                      num(after_length) +
+                      " follow; it was cut short or is not a safetensors file — use another "
+                      "checkpoint");
+  }
+  json header;
+  try {
+    header = json::parse(file.begin() + 8, file.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+  } catch (const json::parse_error& e) {
+    throw ConfigError(where + " has a header that is not valid JSON (parse error near byte " + num(e.byte) + " of it)" +
+                      kUseAnother);
+  }
+  if (!header.is_object()) {
+    throw ConfigError(where + " has a header that is a JSON " + header.type_name() + ", not an object" + kUseAnother);
+  }
+
+  SafeTensorFile out;
+  out.path = path;
+  std::vector<Entry> entries;
+  for (const auto& [key, value] : header.items()) {
+    if (key == "__metadata__") {
+      out.metadata = parse_metadata(where, value);
+    } else {
+      entries.push_back(parse_entry(where, key, value));
+    }
+  }
+  // The data ranges, sorted, must tile [0, end of the last tensor) exactly: no overlap, no gap.
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  uint64_t covered = 0;
+  for (size_t k = 0; k < entries.size(); ++k) {
+    const Entry& e = entries[k];
+    const std::string before = k == 0 ? "the start of the data" : "tensor " + quote_name(entries[k - 1].name);
+    if (e.begin < covered) {
+      throw ConfigError(where + " is damaged: the data of tensor " + quote_name(e.name) + " (bytes " + num(e.begin) +
+                        " to " + num(e.end) + ") overlaps " + before + " (which ends at byte " + num(covered) +
+                        ") — use another checkpoint");
+    }
+    if (e.begin > covered) {
+      throw ConfigError(where + " is damaged: it leaves a gap of " + num(e.begin - covered) + " bytes between " +
+                        before + " and tensor " + quote_name(e.name) + " — use another checkpoint");
+    }
+    covered = e.end;
+  }
+  const uint64_t data_size = after_length - n;
+  if (covered > data_size) {
+    throw ConfigError(where + " is truncated: its header promises " + num(covered) +
+                      " bytes of tensor data but the file has " + num(data_size) +
+                      "; it was probably cut short while copying — use another checkpoint");
+  }
+  if (covered < data_size) {
+    throw ConfigError(where + " has " + num(data_size - covered) +
+                      " bytes of trailing data after its last tensor (its header accounts for " + num(covered) +
+                      " bytes of tensor data); the file is damaged — use another checkpoint");
+  }
+
+  const char* data = file.data() + 8 + n;
+  for (Entry& e : entries) {
+    SafeTensor t{std::move(e.name), e.dtype, std::move(e.shape), {}};
+    t.bytes.assign(data + e.begin, data + e.end);
+    out.tensors.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace optimus::model

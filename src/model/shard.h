@@ -1,0 +1,45 @@
+// Shard specs (DESIGN §6): how a rank holds a canonical tensor. Along each dimension the local
+// indices are a concatenation of segments of canonical indices; e.g. a 1D rank r of 4 holds the
+// c_attn columns {Q of its heads, K of its heads, V of its heads} = three segments of C/4 columns.
+// One spec type drives initialisation (draw the canonical element's value), gather (place local
+// elements in the canonical tensor) and scatter (take them out). Serial uses the whole-tensor spec.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace optimus::model {
+
+/// Canonical indices [start, start + length) along one dimension.
+struct Segment {
+  int64_t start = 0;
+  int64_t length = 0;
+};
+
+struct ShardSpec {
+  core::Shape canonical;                   // the canonical tensor's shape (1-D or 2-D)
+  std::vector<std::vector<Segment>> dims;  // per dimension, the local index → canonical segments
+  /// Whether this rank is the one that counts this shard in whole-model sums (the gradient norm)
+  /// and writes it when gathering: replicated shards have exactly one owner among their copies.
+  bool owner = true;
+
+  /// The whole tensor, held by one rank (stage 1).
+  static ShardSpec whole(const core::Shape& canonical);
+  /// A contiguous block: along dimension d, `parts[d]` equal parts of which this rank holds `index[d]`.
+  static ShardSpec block(const core::Shape& canonical, const std::vector<int64_t>& parts,
+                         const std::vector<int64_t>& index);
+
+  core::Shape local_shape() const;
+  int64_t local_numel() const { return local_shape().numel(); }
+  /// The canonical flat index of local flat index k.
+  int64_t global_index(int64_t k) const;
+};
+
+/// local = the elements of `canonical_data` (the full canonical tensor) that the spec holds.
+void scatter_from_canonical(float* local, const float* canonical_data, const ShardSpec& spec);
+/// Writes the spec's local elements into their places in the full canonical tensor.
+void place_in_canonical(float* canonical_data, const float* local, const ShardSpec& spec);
+
+}  // namespace optimus::model

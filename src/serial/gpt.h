@@ -1,0 +1,93 @@
+// Stage 1 (chapter 1): the GPT of DESIGN §4 on one device, built only from the core's ops.
+// forward() runs embedding → L blocks → ln_f → tied LM head → mean cross-entropy and keeps the
+// activations; backward() walks the same path in reverse, accumulating into the parameters'
+// gradients. Activations are allocated once per batch shape through the ledger.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/context.h"
+#include "core/ops.h"
+#include "core/tensor.h"
+#include "model/config.h"
+#include "model/param_set.h"
+
+namespace optimus::serial {
+
+/// What one block keeps from its forward pass for its backward pass. N = B*T.
+struct BlockActivations {
+  core::Buffer ln1, ln1_mean, ln1_rstd;  // (N, C), (N), (N)
+  core::Buffer qkv;                      // (N, 3C)
+  core::Buffer att;                      // (B, NH, T, T) probabilities before dropout
+  core::Buffer atty;                     // (N, C) attention output, heads side by side
+  core::Buffer attproj;                  // (N, C) c_proj output after dropout
+  core::Buffer res1;                     // (N, C) x + attention branch
+  core::Buffer ln2, ln2_mean, ln2_rstd;  // (N, C), (N), (N)
+  core::Buffer fch, fch_gelu;            // (N, F), (N, F)
+  core::Buffer fcproj;                   // (N, C) mlp.c_proj output after dropout
+  core::Buffer res2;                     // (N, C) the block's output
+};
+
+/// Everything the forward pass keeps, for one batch shape (B, T).
+struct Activations {
+  int B = 0, T = 0;
+  std::vector<int> inputs, targets;           // (B, T) token ids
+  core::Buffer encoded;                       // (N, C) wte[tok] + wpe[t], after dropout
+  std::vector<BlockActivations> blocks;       // L of them
+  core::Buffer lnf, lnf_mean, lnf_rstd;       // (N, C), (N), (N)
+  core::Buffer logits;                        // (N, V)
+  core::Buffer ce_max, ce_sumexp, losses;     // (N) each
+};
+
+/// Scratch for the backward pass: gradients of activations, reused layer after layer.
+struct BackwardScratch {
+  core::Buffer d_res;       // (N, C) the residual stream's gradient
+  core::Buffer d_branch;    // (N, C) a branch output's gradient (before its dropout)
+  core::Buffer d_ln;        // (N, C)
+  core::Buffer d_atty;      // (N, C)
+  core::Buffer d_qkv;       // (N, 3C)
+  core::Buffer d_att;       // (B, NH, T, T)
+  core::Buffer d_fch;       // (N, F)
+  core::Buffer d_fch_gelu;  // (N, F)
+  core::Buffer d_logits;    // (N, V)
+};
+
+class GPT {
+ public:
+  /// A freshly initialised model (Philox under `seed`, DESIGN §5). Dropout masks also use `seed`.
+  GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed);
+
+  /// Runs the forward pass on inputs and targets (B, T) and returns the mean loss over the B*T
+  /// tokens. `step` keys the dropout masks; `train` = false turns dropout off (evaluation).
+  float forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train = true);
+  /// Accumulates the gradient of the last forward's mean loss into params().grad. Call zero_grads first.
+  void backward();
+
+  /// Clips the gradients to a global norm of max_norm as torch.nn.utils.clip_grad_norm_ does
+  /// (max_norm <= 0: no clipping) and returns the norm before clipping.
+  float clip_gradients(float max_norm);
+
+  model::ParamSet& params() { return params_; }
+  const model::ParamSet& params() const { return params_; }
+  const model::GPTConfig& config() const { return config_; }
+  const Activations& activations() const { return acts_; }
+  const core::Context& context() const { return ctx_; }
+
+ private:
+  void ensure_buffers(int B, int T);
+  core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
+  void block_forward(int l, const float* x);
+  void block_backward(int l, const float* x);
+
+  model::GPTConfig config_;
+  core::Context ctx_;
+  uint32_t seed_;
+  model::ParamSet params_;
+  Activations acts_;
+  BackwardScratch scratch_;
+  uint32_t step_ = 0;
+  bool train_ = true;
+};
+
+}  // namespace optimus::serial

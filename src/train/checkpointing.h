@@ -1,0 +1,36 @@
+// Checkpoints of a training run (DESIGN §6): the model in the Hugging Face GPT-2 layout
+// (config.json + model.safetensors) and the training state (AdamW moments, step, seed, layout) in
+// train_state.safetensors, all canonical tensors, so a run can resume under another layout.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/config.h"
+#include "model/param_set.h"
+#include "train/optimizer.h"
+
+namespace optimus::train {
+
+/// What a run needs besides weights and moments to continue exactly where it stopped.
+struct TrainState {
+  int step = 0;           // steps completed; the next batch is sample_batch(..., step)
+  uint32_t seed = 0;      // initialisation, dropout and data seed
+  std::string layout;     // the layout that wrote it ("serial", "1d", "2d"), for information
+};
+
+/// Writes config.json, model.safetensors and (when opt is given) train_state.safetensors into dir.
+void save_checkpoint(const std::string& dir, const model::GPTConfig& config, const model::ParamSet& params,
+                     const AdamW* opt, const TrainState& state);
+
+/// Loads a checkpoint's model into params (its config must equal `config`; ConfigError otherwise).
+void load_weights(const std::string& dir, const model::GPTConfig& config, model::ParamSet& params);
+
+/// Loads train_state.safetensors into opt and returns the state; ConfigError if it is missing or
+/// does not match the parameters.
+TrainState load_train_state(const std::string& dir, const model::ParamSet& params, AdamW& opt);
+
+/// The config.json of a checkpoint directory.
+model::GPTConfig load_checkpoint_config(const std::string& dir);
+
+}  // namespace optimus::train

@@ -1,0 +1,90 @@
+// The byte tokenizer and the batch samplers.
+#include "train/data.h"
+
+#include <fstream>
+#include <iterator>
+
+#include "core/errors.h"
+#include "core/philox.h"
+
+namespace optimus::train {
+
+using core::ConfigError;
+
+TokenFile TokenFile::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError("cannot read the data file '" + path + "'; check the path given with --data");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.empty()) throw ConfigError("the data file '" + path + "' is empty; give a text file with some text in it");
+  TokenFile f;
+  f.path = path;
+  f.tokens.reserve(bytes.size());
+  for (char c : bytes) f.tokens.push_back(static_cast<unsigned char>(c));
+  return f;
+}
+
+TokenFile TokenFile::split_tail(double fraction) {
+  const size_t n_tail = static_cast<size_t>(static_cast<double>(tokens.size()) * fraction);
+  TokenFile tail;
+  tail.path = path + " (last " + std::to_string(static_cast<int>(fraction * 100.0 + 0.5)) + "%)";
+  tail.tokens.assign(tokens.end() - static_cast<std::ptrdiff_t>(n_tail), tokens.end());
+  tokens.resize(tokens.size() - n_tail);
+  return tail;
+}
+
+std::vector<int> encode(const std::string& text) {
+  std::vector<int> t;
+  t.reserve(text.size());
+  for (char c : text) t.push_back(static_cast<unsigned char>(c));
+  return t;
+}
+
+std::string decode(const std::vector<int>& tokens) {
+  std::string s;
+  s.reserve(tokens.size());
+  for (int t : tokens) s.push_back(static_cast<char>(t & 0xff));
+  return s;
+}
+
+void sample_batch(int* inputs, int* targets, const TokenFile& data, int B, int T, uint32_t seed, uint64_t step) {
+  const uint64_t n_starts = data.tokens.size() - static_cast<uint64_t>(T);  // starts 0 .. n - T - 1
+  for (int b = 0; b < B; ++b) {
+    auto r = core::philox(core::data_key(seed), step * static_cast<uint64_t>(B) + static_cast<uint64_t>(b));
+    const uint64_t draw = (static_cast<uint64_t>(r.v[1]) << 32) | r.v[0];
+    const size_t start = static_cast<size_t>(draw % n_starts);
+    for (int t = 0; t < T; ++t) {
+      inputs[b * T + t] = data.tokens[start + static_cast<size_t>(t)];
+      targets[b * T + t] = data.tokens[start + static_cast<size_t>(t) + 1];
+    }
+  }
+}
+
+void eval_batch(int* inputs, int* targets, const TokenFile& data, int B, int T, int k) {
+  for (int b = 0; b < B; ++b) {
+    const size_t start = (static_cast<size_t>(k) * B + b) * static_cast<size_t>(T);
+    for (int t = 0; t < T; ++t) {
+      inputs[b * T + t] = data.tokens[start + static_cast<size_t>(t)];
+      targets[b * T + t] = data.tokens[start + static_cast<size_t>(t) + 1];
+    }
+  }
+}
+
+void require_tokens_for_training(const TokenFile& data, int T) {
+  if (data.tokens.size() < static_cast<size_t>(T) + 1) {
+    throw ConfigError("the data file '" + data.path + "' has " + std::to_string(data.tokens.size()) +
+                      " bytes, too short for one training window of " + std::to_string(T + 1) +
+                      "; use a longer file or a smaller --seq");
+  }
+}
+
+void require_tokens_for_eval(const TokenFile& data, int B, int T, int eval_batches) {
+  const size_t need = static_cast<size_t>(eval_batches) * B * T + 1;
+  if (data.tokens.size() < need) {
+    throw ConfigError("the data file '" + data.path + "' has " + std::to_string(data.tokens.size()) +
+                      " bytes, but " + std::to_string(eval_batches) + " evaluation batches of " + std::to_string(B) +
+                      "x" + std::to_string(T) + " need " + std::to_string(need) +
+                      "; use fewer --batches, a smaller --batch or --seq, or a longer file");
+  }
+}
+
+}  // namespace optimus::train

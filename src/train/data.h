@@ -1,0 +1,43 @@
+// Data (chapter 1): a text file's bytes are its tokens (vocabulary 256). Training batches are
+// windows drawn from (seed, step) with Philox, so every rank agrees on the global batch without
+// talking, and a resumed run replays the same data. Evaluation batches are consecutive windows.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace optimus::train {
+
+/// The byte tokenizer: token = byte value, 0..255.
+inline constexpr int kByteVocab = 256;
+
+struct TokenFile {
+  std::string path;
+  std::vector<int> tokens;
+
+  /// Reads a file's bytes as tokens. Missing, unreadable or empty files are a ConfigError.
+  static TokenFile load(const std::string& path);
+  /// The last `fraction` of the tokens as a second file (a validation split), the rest kept.
+  TokenFile split_tail(double fraction);
+};
+
+/// Text ↔ tokens.
+std::vector<int> encode(const std::string& text);
+std::string decode(const std::vector<int>& tokens);
+
+/// Training batch `step`: row b is the window starting at a position drawn from Philox
+/// (data_key(seed), counter step*B + b), uniform over [0, n - T - 1]; targets are inputs shifted
+/// by one. inputs and targets are (B, T). The file must hold at least T + 1 tokens.
+void sample_batch(int* inputs, int* targets, const TokenFile& data, int B, int T, uint32_t seed, uint64_t step);
+
+/// Evaluation batch k: row b takes tokens [(kB+b)T, (kB+b+1)T) and the targets one further.
+/// The file must hold at least ((k+1)B)T + 1 tokens.
+void eval_batch(int* inputs, int* targets, const TokenFile& data, int B, int T, int k);
+
+/// Checks (before any work) that `data` is long enough for sampling windows of T + 1, or for
+/// `eval_batches` evaluation batches; throws ConfigError naming the file, its length and the need.
+void require_tokens_for_training(const TokenFile& data, int T);
+void require_tokens_for_eval(const TokenFile& data, int B, int T, int eval_batches);
+
+}  // namespace optimus::train

@@ -1,0 +1,148 @@
+// The `optimus` command: train, eval, init and sample (chapter 1; the trainer issue completes it).
+// Every subcommand has --help. Bad input is one sentence on rank 0 and a non-zero exit
+// (comm::run_main turns a ConfigError into World::fail).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "comm/world.h"
+#include "core/errors.h"
+#include "serial/gpt.h"
+#include "train/checkpointing.h"
+#include "train/data.h"
+#include "train/sample.h"
+#include "train/trainer.h"
+
+using namespace optimus;
+
+namespace {
+
+// The model-shape flags shared by train and init.
+void add_model_flags(CLI::App* app, model::GPTConfig& m) {
+  app->add_option("--layers", m.n_layer, "number of transformer blocks L")->capture_default_str();
+  app->add_option("--embd", m.n_embd, "embedding width C")->capture_default_str();
+  app->add_option("--heads", m.n_head, "attention heads NH (must divide C)")->capture_default_str();
+  app->add_option("--seq", m.n_positions, "sequence length T (also the model's n_positions)")->capture_default_str();
+  app->add_option("--dropout", m.dropout, "dropout probability")->capture_default_str();
+}
+
+int cmd_eval(comm::World& world, const std::string& checkpoint, const std::string& data_path, int B, int T,
+             int batches, const std::string& layout) {
+  if (layout != "serial") throw core::ConfigError("the layout '" + layout + "' is not built yet; use --layout serial");
+  model::GPTConfig config = train::load_checkpoint_config(checkpoint);
+  if (T > config.n_positions) {
+    throw core::ConfigError("--seq " + std::to_string(T) + " exceeds the checkpoint's n_positions " +
+                            std::to_string(config.n_positions));
+  }
+  if (B <= 0 || T <= 0 || batches <= 0) throw core::ConfigError("--batch, --seq and --batches must be positive");
+  train::TokenFile data = train::TokenFile::load(data_path);
+  train::require_tokens_for_eval(data, B, T, batches);
+  serial::GPT gpt(config, core::cpu_context(), 0);
+  train::load_weights(checkpoint, config, gpt.params());
+  const double loss = train::evaluate(gpt, data, B, T, batches);
+  world.print0("loss %.10g\n", loss);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return comm::run_main(argc, argv, [&](comm::World& world) {
+    CLI::App app{"optimus: train and evaluate GPT models with serial, Megatron 1D or Optimus 2D tensor parallelism"};
+    app.require_subcommand(1);
+
+    // train
+    train::TrainOptions t;
+    auto* train_cmd = app.add_subcommand("train", "train a GPT on a text file");
+    train_cmd->add_option("--layout", t.layout, "serial, 1d or 2d")->capture_default_str();
+    train_cmd->add_option("--data", t.data, "training text file (its bytes are the tokens)")->required();
+    train_cmd->add_option("--val", t.val, "validation text file (default: the last 10% of --data)");
+    train_cmd->add_option("--out", t.out, "folder for checkpoints and metrics.jsonl")->capture_default_str();
+    train_cmd->add_option("--resume", t.resume, "checkpoint folder to continue from");
+    add_model_flags(train_cmd, t.model);
+    train_cmd->add_option("--batch", t.batch, "sequences per step B")->capture_default_str();
+    train_cmd->add_option("--steps", t.steps, "optimizer steps")->capture_default_str();
+    train_cmd->add_option("--warmup", t.warmup, "linear warm-up steps")->capture_default_str();
+    train_cmd->add_option("--lr", t.lr, "peak learning rate")->capture_default_str();
+    train_cmd->add_option("--min-lr", t.min_lr, "learning rate at the end of the cosine decay")->capture_default_str();
+    train_cmd->add_option("--weight-decay", t.adamw.weight_decay, "AdamW weight decay (2-D weights only)")
+        ->capture_default_str();
+    train_cmd->add_option("--beta1", t.adamw.beta1, "AdamW beta1")->capture_default_str();
+    train_cmd->add_option("--beta2", t.adamw.beta2, "AdamW beta2")->capture_default_str();
+    train_cmd->add_option("--grad-clip", t.grad_clip, "clip the global gradient norm to this (0: off)")
+        ->capture_default_str();
+    train_cmd->add_option("--seed", t.seed, "seed of initialisation, dropout and data")->capture_default_str();
+    train_cmd->add_option("--log-interval", t.log_interval, "print a line every N steps")->capture_default_str();
+    train_cmd->add_option("--eval-interval", t.eval_interval, "validate every N steps (0: at the end)")
+        ->capture_default_str();
+    train_cmd->add_option("--eval-batches", t.eval_batches, "validation batches")->capture_default_str();
+    train_cmd->add_option("--checkpoint-interval", t.checkpoint_interval, "save every N steps (0: at the end)")
+        ->capture_default_str();
+    train_cmd->add_option("--sample", t.sample_tokens, "print a sample of N bytes at the end")->capture_default_str();
+
+    // eval
+    std::string e_ckpt, e_data, e_layout = "serial";
+    int e_batch = 8, e_seq = 128, e_batches = 1;
+    auto* eval_cmd = app.add_subcommand("eval", "print the mean loss of a checkpoint on consecutive windows of a file");
+    eval_cmd->add_option("--checkpoint", e_ckpt, "checkpoint folder (config.json + model.safetensors)")->required();
+    eval_cmd->add_option("--data", e_data, "text file")->required();
+    eval_cmd->add_option("--batch", e_batch, "sequences per batch B")->capture_default_str();
+    eval_cmd->add_option("--seq", e_seq, "sequence length T")->capture_default_str();
+    eval_cmd->add_option("--batches", e_batches, "batches: batch k row b reads tokens [(kB+b)T, (kB+b+1)T]")
+        ->capture_default_str();
+    eval_cmd->add_option("--layout", e_layout, "serial, 1d or 2d")->capture_default_str();
+
+    // init
+    model::GPTConfig i_model;
+    std::string i_out;
+    uint32_t i_seed = 1337;
+    auto* init_cmd = app.add_subcommand("init", "write a freshly initialised checkpoint");
+    add_model_flags(init_cmd, i_model);
+    init_cmd->add_option("--seed", i_seed, "initialisation seed")->capture_default_str();
+    init_cmd->add_option("--out", i_out, "checkpoint folder to write")->required();
+
+    // sample
+    std::string s_ckpt, s_prompt = "\n";
+    train::SampleOptions s_opt;
+    auto* sample_cmd = app.add_subcommand("sample", "generate text from a checkpoint");
+    sample_cmd->add_option("--checkpoint", s_ckpt, "checkpoint folder")->required();
+    sample_cmd->add_option("--prompt", s_prompt, "text to continue")->capture_default_str();
+    sample_cmd->add_option("--tokens", s_opt.tokens, "bytes to generate")->capture_default_str();
+    sample_cmd->add_option("--temperature", s_opt.temperature, "softmax temperature (> 0)")->capture_default_str();
+    sample_cmd->add_option("--top-k", s_opt.top_k, "sample among the k most likely bytes (0: all)")
+        ->capture_default_str();
+    sample_cmd->add_option("--seed", s_opt.seed, "sampling seed")->capture_default_str();
+
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return world.rank() == 0 ? app.exit(e) : 0;
+    } catch (const CLI::CallForAllHelp& e) {
+      return world.rank() == 0 ? app.exit(e) : 0;
+    } catch (const CLI::ParseError& e) {
+      throw core::ConfigError(std::string(e.what()) + "; see --help");
+    }
+
+    if (*train_cmd) return train::train(t, world);
+    if (*eval_cmd) return cmd_eval(world, e_ckpt, e_data, e_batch, e_seq, e_batches, e_layout);
+    if (*init_cmd) {
+      i_model.validate();
+      serial::GPT gpt(i_model, core::cpu_context(), i_seed);
+      train::save_checkpoint(i_out, i_model, gpt.params(), nullptr, train::TrainState{0, i_seed, "serial"});
+      world.print0("wrote a freshly initialised model (%lld parameters) to %s\n", i_model.num_parameters(),
+                   i_out.c_str());
+      return 0;
+    }
+    if (*sample_cmd) {
+      if (!(s_opt.temperature > 0.0f)) throw core::ConfigError("--temperature must be positive");
+      model::GPTConfig config = train::load_checkpoint_config(s_ckpt);
+      serial::GPT gpt(config, core::cpu_context(), 0);
+      train::load_weights(s_ckpt, config, gpt.params());
+      world.print0("%s%s\n", s_prompt.c_str(), train::sample_text(gpt, s_prompt, s_opt).c_str());
+      return 0;
+    }
+    return 1;
+  });
+}

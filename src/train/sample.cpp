@@ -1,0 +1,51 @@
+// Autoregressive sampling with temperature and top-k.
+#include "train/sample.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "core/philox.h"
+#include "train/data.h"
+
+namespace optimus::train {
+
+// Picks a token from one row of logits (V): softmax(logits / temperature) restricted to the top k.
+static int pick_token(const float* logits, int V, const SampleOptions& o, uint64_t draw_index) {
+  std::vector<int> ids(static_cast<size_t>(V));
+  std::iota(ids.begin(), ids.end(), 0);
+  const int k = (o.top_k > 0 && o.top_k < V) ? o.top_k : V;
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int a, int b) { return logits[a] > logits[b]; });
+  std::vector<double> p(static_cast<size_t>(k));
+  const double top = logits[ids[0]];
+  double sum = 0.0;
+  for (int i = 0; i < k; ++i) sum += p[static_cast<size_t>(i)] = std::exp((logits[ids[static_cast<size_t>(i)]] - top) / o.temperature);
+  const double u = core::philox_uniform({o.seed, core::streams::kSample}, draw_index) * sum;
+  double acc = 0.0;
+  for (int i = 0; i < k; ++i) {
+    acc += p[static_cast<size_t>(i)];
+    if (u < acc) return ids[static_cast<size_t>(i)];
+  }
+  return ids[static_cast<size_t>(k - 1)];
+}
+
+std::string sample_text(serial::GPT& gpt, const std::string& prompt, const SampleOptions& options) {
+  const int T = gpt.config().n_positions, V = gpt.config().vocab_size;
+  std::vector<int> context = encode(prompt);
+  if (context.empty()) context.push_back('\n');
+  std::vector<int> window(static_cast<size_t>(T)), dummy_targets(static_cast<size_t>(T), 0), generated;
+  for (int n = 0; n < options.tokens; ++n) {
+    const int len = std::min(static_cast<int>(context.size()), T);
+    std::fill(window.begin(), window.end(), 0);
+    std::copy(context.end() - len, context.end(), window.begin());
+    gpt.forward(window.data(), dummy_targets.data(), 1, T, 0, /*train=*/false);
+    const float* row = gpt.activations().logits.data() + static_cast<int64_t>(len - 1) * V;
+    const int next = pick_token(row, V, options, static_cast<uint64_t>(n));
+    context.push_back(next);
+    generated.push_back(next);
+  }
+  return decode(generated);
+}
+
+}  // namespace optimus::train

@@ -1,0 +1,128 @@
+// The training loop.
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "core/errors.h"
+#include "train/checkpointing.h"
+#include "train/sample.h"
+
+namespace optimus::train {
+
+double evaluate(serial::GPT& gpt, const TokenFile& data, int B, int T, int batches) {
+  std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
+  double sum = 0.0;
+  for (int k = 0; k < batches; ++k) {
+    eval_batch(inputs.data(), targets.data(), data, B, T, k);
+    sum += gpt.forward(inputs.data(), targets.data(), B, T, 0, /*train=*/false);
+  }
+  return sum / batches;
+}
+
+// Appends one JSON object per line to the run's metrics file (read by the notebooks).
+class MetricsFile {
+ public:
+  explicit MetricsFile(const std::string& path) : out_(path, std::ios::app) {}
+  void write(const std::string& json_line) {
+    out_ << json_line << '\n';
+    out_.flush();
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+int train(const TrainOptions& o, comm::World& world) {
+  if (o.layout != "serial") {
+    throw core::ConfigError("the layout '" + o.layout + "' is not built yet; use --layout serial");
+  }
+  if (world.size() != 1) {
+    throw core::ConfigError("the serial layout runs on 1 process, but the world has " + std::to_string(world.size()) +
+                            "; run without mpirun or choose --layout 1d or 2d");
+  }
+  const int B = o.batch, T = o.model.n_positions;
+  if (B <= 0) throw core::ConfigError("the batch size (--batch) must be positive, but is " + std::to_string(B));
+  if (o.steps <= 0) throw core::ConfigError("the number of steps (--steps) must be positive, but is " + std::to_string(o.steps));
+  o.model.validate();
+
+  TokenFile train_data = TokenFile::load(o.data);
+  TokenFile val_data = o.val.empty() ? train_data.split_tail(0.1) : TokenFile::load(o.val);
+  require_tokens_for_training(train_data, T);
+  const int eval_batches = std::max(1, std::min<int>(o.eval_batches, static_cast<int>((val_data.tokens.size() - 1) / (static_cast<size_t>(B) * T))));
+  require_tokens_for_eval(val_data, B, T, eval_batches);
+
+  core::Context ctx = core::cpu_context();
+  serial::GPT gpt(o.model, ctx, o.seed);
+  AdamW opt(gpt.params(), ctx, o.adamw);
+  int start = 0;
+  if (!o.resume.empty()) {
+    load_weights(o.resume, o.model, gpt.params());
+    const TrainState state = load_train_state(o.resume, gpt.params(), opt);
+    if (state.seed != o.seed) {
+      throw core::ConfigError("the checkpoint " + o.resume + " was trained with --seed " + std::to_string(state.seed) +
+                              ", but this run has --seed " + std::to_string(o.seed) + "; resume with --seed " +
+                              std::to_string(state.seed));
+    }
+    start = state.step;
+    world.print0("resumed from %s at step %d\n", o.resume.c_str(), start);
+  }
+  std::filesystem::create_directories(o.out);
+  MetricsFile metrics(o.out + "/metrics.jsonl");
+  world.print0("training %lld parameters on %s (%zu bytes), validating on %s (%zu bytes); B=%d T=%d\n",
+               o.model.num_parameters(), train_data.path.c_str(), train_data.tokens.size(), val_data.path.c_str(),
+               val_data.tokens.size(), B, T);
+
+  std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
+  char line[512];
+  for (int step = start; step < o.steps; ++step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    sample_batch(inputs.data(), targets.data(), train_data, B, T, o.seed, static_cast<uint64_t>(step));
+    gpt.params().zero_grads();
+    const float loss = gpt.forward(inputs.data(), targets.data(), B, T, static_cast<uint32_t>(step));
+    if (!std::isfinite(loss)) {
+      world.print0("error: the loss became %f at step %d; stopping (the last checkpoint in %s is kept)\n", loss, step,
+                   o.out.c_str());
+      return 1;
+    }
+    gpt.backward();
+    const float norm = gpt.clip_gradients(o.grad_clip);
+    const float lr = learning_rate(step, o.steps, o.warmup, o.lr, o.min_lr);
+    opt.update(gpt.params(), lr);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double tok_s = 1000.0 * B * T / ms;
+    if (o.log_interval > 0 && (step % o.log_interval == 0 || step + 1 == o.steps)) {
+      world.print0("step %5d/%d | loss %.4f | grad norm %.3f | lr %.2e | %.1f ms | %.0f tok/s\n", step + 1, o.steps,
+                   loss, norm, lr, ms, tok_s);
+    }
+    std::snprintf(line, sizeof line,
+                  "{\"step\": %d, \"train_loss\": %.6f, \"grad_norm\": %.6f, \"lr\": %.6e, \"ms\": %.3f, "
+                  "\"tokens_per_s\": %.1f}",
+                  step + 1, loss, norm, lr, ms, tok_s);
+    metrics.write(line);
+    const bool last = step + 1 == o.steps;
+    if ((o.eval_interval > 0 && (step + 1) % o.eval_interval == 0) || last) {
+      const double val = evaluate(gpt, val_data, B, T, eval_batches);
+      world.print0("step %5d/%d | validation loss %.4f\n", step + 1, o.steps, val);
+      std::snprintf(line, sizeof line, "{\"step\": %d, \"val_loss\": %.6f}", step + 1, val);
+      metrics.write(line);
+    }
+    if ((o.checkpoint_interval > 0 && (step + 1) % o.checkpoint_interval == 0) || last) {
+      save_checkpoint(o.out, o.model, gpt.params(), &opt, TrainState{step + 1, o.seed, o.layout});
+      world.print0("step %5d/%d | checkpoint saved to %s\n", step + 1, o.steps, o.out.c_str());
+    }
+  }
+  if (o.sample_tokens > 0) {
+    SampleOptions so;
+    so.tokens = o.sample_tokens;
+    so.seed = o.seed;
+    world.print0("sample:\n%s\n", sample_text(gpt, "\n", so).c_str());
+  }
+  return 0;
+}
+
+}  // namespace optimus::train

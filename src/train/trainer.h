@@ -1,0 +1,44 @@
+// The training loop (chapter 1; the trainer issue completes it): sample a batch, forward, backward,
+// clip, AdamW with the schedule, log a line, evaluate and checkpoint at intervals.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "comm/world.h"
+#include "model/config.h"
+#include "serial/gpt.h"
+#include "train/data.h"
+#include "train/optimizer.h"
+
+namespace optimus::train {
+
+struct TrainOptions {
+  std::string layout = "serial";
+  std::string data;                  // training text (bytes are tokens)
+  std::string val;                   // validation text; empty: the last 10% of data
+  std::string out = "runs/latest";   // checkpoint and metrics folder
+  std::string resume;                // checkpoint folder to continue from
+  model::GPTConfig model;            // n_positions doubles as the training sequence length T
+  int batch = 8;                     // B
+  int steps = 200;                   // total optimizer steps
+  int warmup = 20;
+  float lr = 1e-3f;
+  float min_lr = 1e-4f;
+  AdamWOptions adamw;
+  float grad_clip = 1.0f;            // <= 0: no clipping
+  uint32_t seed = 1337;
+  int log_interval = 1;
+  int eval_interval = 50;            // 0: only at the end
+  int eval_batches = 8;
+  int checkpoint_interval = 0;       // 0: only at the end
+  int sample_tokens = 0;             // print a sample of this many bytes at the end
+};
+
+/// Runs the training described by `o` and returns the process exit code. Rank 0 prints.
+int train(const TrainOptions& o, comm::World& world);
+
+/// The mean loss over `batches` consecutive evaluation windows (dropout off).
+double evaluate(serial::GPT& gpt, const TokenFile& data, int B, int T, int batches);
+
+}  // namespace optimus::train

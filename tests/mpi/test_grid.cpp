@@ -1,0 +1,146 @@
+// The grids (DESIGN §3, §8): Grid1D is the whole world; Grid2D puts rank r at row i = r / q,
+// column j = r % q, with row_comm ordered by j and col_comm ordered by i; a world that is not a
+// square is refused with a ConfigError, identically on every rank and before any communication.
+#include <string>
+
+#include "comm/grid.h"
+#include "comm/mpi_communicator.h"
+#include "core/errors.h"
+#include "mpi_test.h"
+
+using mpi_test::equal;
+using mpi_test::world;
+using optimus::comm::CommLedger;
+using optimus::comm::CommOp;
+using optimus::comm::Communicator;
+using optimus::comm::Grid1D;
+using optimus::comm::Grid2D;
+using optimus::comm::MpiCommunicator;
+using optimus::core::ConfigError;
+
+namespace {
+
+// World ranks of a communicator's members, in its order.
+std::vector<int32_t> members(Communicator& comm) {
+  std::vector<int32_t> ranks(static_cast<size_t>(comm.size()));
+  const int32_t me = world().rank();
+  comm.all_gather(ranks.data(), &me, 1);
+  return ranks;
+}
+
+// The largest q with q·q ≤ p.
+int largest_side(int p) {
+  int q = 1;
+  while ((q + 1) * (q + 1) <= p) ++q;
+  return q;
+}
+
+// A Grid2D on world ranks 0..q·q-1 (q = largest_side): the whole world at np 1, 4 and 9, rank 0
+// alone at np 2; null on the ranks left out, which still take part in every MPI_REQUIRE.
+struct SquareGrid {
+  int q;
+  std::unique_ptr<Communicator> group;  // this rank's side of the split
+  std::unique_ptr<Grid2D> grid;         // null outside the square
+};
+
+SquareGrid square_grid(Communicator& world_comm) {
+  SquareGrid s;
+  s.q = largest_side(world_comm.size());
+  const bool inside = world_comm.rank() < s.q * s.q;
+  s.group = world_comm.split(inside ? 0 : 1, world_comm.rank(), "square");
+  if (inside) s.grid = std::make_unique<Grid2D>(*s.group);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("Grid1D: p ranks, rank r, the world as the tensor-parallel group", "[grid]") {
+  Grid1D grid(world().comm());
+  MPI_REQUIRE(grid.p() == world().size());
+  MPI_REQUIRE(grid.r() == world().rank());
+  MPI_REQUIRE(&grid.comm() == &world().comm());
+}
+
+TEST_CASE("Grid2D: rank r at row r/q, column r%q; row_comm ordered by j, col_comm by i", "[grid]") {
+  const SquareGrid s = square_grid(world().comm());
+  const Grid2D* grid = s.grid.get();
+  const int q = s.q;
+  const int r = world().rank();
+  MPI_REQUIRE((!grid || grid->q() == q));
+  MPI_REQUIRE((!grid || (grid->i() == r / q && grid->j() == r % q)));
+  MPI_REQUIRE((!grid || (grid->row_comm().name() == "row" && grid->col_comm().name() == "col")));
+  MPI_REQUIRE((!grid || (grid->row_comm().size() == q && grid->row_comm().rank() == grid->j())));
+  MPI_REQUIRE((!grid || (grid->col_comm().size() == q && grid->col_comm().rank() == grid->i())));
+
+  // An all-gather of world ranks: the row is (i, 0..q-1), the column is (0..q-1, j).
+  std::vector<int32_t> row, col, got_row, got_col;
+  if (grid) {
+    for (int t = 0; t < q; ++t) {
+      row.push_back(grid->i() * q + t);
+      col.push_back(t * q + grid->j());
+    }
+    got_row = members(grid->row_comm());
+    got_col = members(grid->col_comm());
+  }
+  MPI_REQUIRE(equal(got_row, row));
+  MPI_REQUIRE(equal(got_col, col));
+}
+
+TEST_CASE("Grid2D::side names the size and the nearest squares when p is not a square", "[grid]") {
+  MPI_REQUIRE(Grid2D::side(1) == 1);
+  MPI_REQUIRE(Grid2D::side(4) == 2);
+  MPI_REQUIRE(Grid2D::side(9) == 3);
+  MPI_REQUIRE(Grid2D::side(64) == 8);
+  std::string message;
+  try {
+    Grid2D::side(6);
+  } catch (const ConfigError& e) {
+    message = e.what();
+  }
+  MPI_REQUIRE(message ==
+              "the 2D layout needs a square number of ranks (q×q), but the world has 6; run with 4 or 9 ranks");
+  MPI_REQUIRE_THROWS_AS(Grid2D::side(2), ConfigError);
+  MPI_REQUIRE_THROWS_AS(Grid2D::side(8), ConfigError);
+}
+
+TEST_CASE("Grid2D on a world that is not a square throws ConfigError before communicating", "[grid]") {
+  // At np 2 the world itself; at np 4 and 9 a split of it into ranks {0, 1} and the rest (2 and
+  // 2, or 2 and 7 ranks: neither a square). At np 1 no such group exists.
+  if (world().size() == 1) return;
+  CommLedger ledger;
+  MpiCommunicator comm(MPI_COMM_WORLD, "world", ledger);
+  std::unique_ptr<Communicator> part;
+  Communicator* group = &comm;
+  const int q = largest_side(world().size());
+  if (q * q == world().size()) {
+    part = comm.split(world().rank() < 2 ? 0 : 1, world().rank(), "part");
+    group = part.get();
+  }
+  const CommLedger before = ledger.snapshot();
+  std::string message;
+  try {
+    Grid2D grid(*group);
+  } catch (const ConfigError& e) {
+    message = e.what();
+  }
+  const std::string want = "but the world has " + std::to_string(group->size()) + ";";
+  MPI_REQUIRE(message.find(want) != std::string::npos);
+  MPI_REQUIRE(ledger.since(before).calls() == 0);  // refused before its splits
+}
+
+TEST_CASE("Grid2D's row_comm and col_comm record into their parent's ledger as \"row\" and \"col\"", "[grid]") {
+  CommLedger ledger;
+  MpiCommunicator comm(MPI_COMM_WORLD, "world", ledger);
+  const SquareGrid s = square_grid(comm);
+  const Grid2D* grid = s.grid.get();
+  MPI_REQUIRE((!grid || ledger.calls("square", CommOp::split) == 2));
+
+  float x[3] = {1, 2, 3};
+  if (grid) {
+    grid->row_comm().all_reduce(x, 3);  // q ones in x[0]
+    grid->col_comm().broadcast(x, 3, 0);
+  }
+  MPI_REQUIRE((!grid || ledger.bytes("row", CommOp::all_reduce) == 12));
+  MPI_REQUIRE((!grid || ledger.bytes("col", CommOp::broadcast) == 12));
+  MPI_REQUIRE((!grid || x[0] == static_cast<float>(s.q)));
+}
