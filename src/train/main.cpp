@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
     train_cmd->add_option("--eval-batches", t.eval_batches, "validation batches")->capture_default_str();
     train_cmd->add_option("--checkpoint-interval", t.checkpoint_interval, "save every N steps (0: at the end)")
         ->capture_default_str();
+    train_cmd->add_option("--keep", t.keep, "keep the newest K step checkpoints (0: all)")->capture_default_str();
     train_cmd->add_option("--sample", t.sample_tokens, "print a sample of N bytes at the end")->capture_default_str();
 
     // eval

@@ -1,6 +1,7 @@
 // The training loop.
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,34 @@ double evaluate(serial::GPT& gpt, const TokenFile& data, int B, int T, int batch
     sum += gpt.forward(inputs.data(), targets.data(), B, T, 0, /*train=*/false);
   }
   return sum / batches;
+}
+
+std::string checkpoint_dir(const std::string& out, int step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step_%06d", step);
+  return (std::filesystem::path(out) / name).string();
+}
+
+// Writes the checkpoint into a temporary folder and renames it into place, so a crash never leaves
+// a half checkpoint under a step's name; then removes all but the newest `keep` step folders.
+static std::string save_step_checkpoint(const TrainOptions& o, const serial::GPT& gpt, const AdamW& opt, int step) {
+  namespace fs = std::filesystem;
+  const fs::path final_dir = checkpoint_dir(o.out, step);
+  const fs::path tmp_dir = fs::path(o.out) / (".tmp_" + final_dir.filename().string());
+  fs::remove_all(tmp_dir);
+  save_checkpoint(tmp_dir.string(), o.model, gpt.params(), &opt, TrainState{step, o.seed, o.layout});
+  fs::remove_all(final_dir);
+  fs::rename(tmp_dir, final_dir);
+  if (o.keep > 0) {
+    std::vector<fs::path> steps;
+    for (const auto& e : fs::directory_iterator(o.out)) {
+      const std::string name = e.path().filename().string();
+      if (e.is_directory() && name.rfind("step_", 0) == 0) steps.push_back(e.path());
+    }
+    std::sort(steps.begin(), steps.end());
+    for (size_t k = 0; k + static_cast<size_t>(o.keep) < steps.size(); ++k) fs::remove_all(steps[k]);
+  }
+  return final_dir.string();
 }
 
 // Appends one JSON object per line to the run's metrics file (read by the notebooks).
@@ -112,8 +141,8 @@ int train(const TrainOptions& o, comm::World& world) {
       metrics.write(line);
     }
     if ((o.checkpoint_interval > 0 && (step + 1) % o.checkpoint_interval == 0) || last) {
-      save_checkpoint(o.out, o.model, gpt.params(), &opt, TrainState{step + 1, o.seed, o.layout});
-      world.print0("step %5d/%d | checkpoint saved to %s\n", step + 1, o.steps, o.out.c_str());
+      const std::string dir = save_step_checkpoint(o, gpt, opt, step + 1);
+      world.print0("step %5d/%d | checkpoint saved to %s\n", step + 1, o.steps, dir.c_str());
     }
   }
   if (o.sample_tokens > 0) {

@@ -32,11 +32,15 @@ struct TrainOptions {
   int eval_interval = 50;            // 0: only at the end
   int eval_batches = 8;
   int checkpoint_interval = 0;       // 0: only at the end
+  int keep = 3;                      // keep the newest K step checkpoints (0: keep all)
   int sample_tokens = 0;             // print a sample of this many bytes at the end
 };
 
 /// Runs the training described by `o` and returns the process exit code. Rank 0 prints.
 int train(const TrainOptions& o, comm::World& world);
+
+/// The folder of the checkpoint after `step` steps: <out>/step_000123.
+std::string checkpoint_dir(const std::string& out, int step);
 
 /// The mean loss over `batches` consecutive evaluation windows (dropout off).
 double evaluate(serial::GPT& gpt, const TokenFile& data, int B, int T, int batches);
