@@ -1,7 +1,8 @@
 // Chapter 0's example: one transformer block (pre-LayerNorm attention and MLP, GPT-2 style),
 // forward and backward on random data, built only from the kernel core's ops, with each op's time.
 // It is what scripts/run shows until the model of chapter 1 exists. Usage:
-//   block_demo [B T C NH] [repeats]      (defaults 8 128 256 4, 5 repeats: the "tiny" block)
+//   block_demo [B T C NH] [repeats] [--json]   (defaults 8 128 256 4, 5 repeats: the "tiny" block)
+// With --json it prints one JSON object {"op": median ms, ...} instead of the table.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,6 +36,13 @@ struct OpTimer {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   }
+  void print_json() const {
+    std::printf("{");
+    for (size_t k = 0; k < order.size(); ++k) {
+      std::printf("%s\"%s\": %.4f", k ? ", " : "", order[k].c_str(), median(ms.at(order[k])));
+    }
+    std::printf("}\n");
+  }
   void print() const {
     double total = 0.0;
     for (const auto& n : order) total += median(ms.at(n));
@@ -57,6 +65,8 @@ Buffer filled(MemoryLedger& ledger, MemoryCategory cat, Shape shape, uint32_t st
 
 int main(int argc, char** argv) {
   int B = 8, T = 128, C = 256, NH = 4, repeats = 5;
+  const bool json = argc > 1 && std::string(argv[argc - 1]) == "--json";
+  if (json) --argc;
   if (argc >= 5) {
     B = std::atoi(argv[1]), T = std::atoi(argv[2]), C = std::atoi(argv[3]), NH = std::atoi(argv[4]);
   }
@@ -139,6 +149,10 @@ int main(int argc, char** argv) {
     use.run("bwd layernorm_1", [&] { layernorm_backward(ctx, dx.data(), dln1w.data(), dln1b.data(), dln1.data(), x.data(), ln1w.data(), m1.data(), r1.data(), N, C); });
   }
 
+  if (json) {
+    timer.print_json();
+    return 0;
+  }
   double sq = 0.0;
   sum_squares(ctx, &sq, dx.data(), int64_t{N} * C);
   std::printf("one transformer block, forward and backward: B=%d T=%d C=%d NH=%d (median of %d repeats)\n", B, T, C,

@@ -10,6 +10,7 @@
 #include "comm/world.h"
 #include "core/errors.h"
 #include "serial/gpt.h"
+#include "train/bench.h"
 #include "train/checkpointing.h"
 #include "train/data.h"
 #include "train/sample.h"
@@ -116,6 +117,14 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     sample_cmd->add_option("--seed", s_opt.seed, "sampling seed")->capture_default_str();
 
+    // bench
+    train::BenchOptions b_opt;
+    auto* bench_cmd = app.add_subcommand("bench", "time training steps of a named model; one JSON line");
+    bench_cmd->add_option("--model", b_opt.model, "tiny or small")->capture_default_str();
+    bench_cmd->add_option("--batch", b_opt.batch, "sequences per step B")->capture_default_str();
+    bench_cmd->add_option("--steps", b_opt.steps, "measured steps (median reported)")->capture_default_str();
+    bench_cmd->add_option("--warmup", b_opt.warmup, "unmeasured steps first")->capture_default_str();
+
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -134,6 +143,11 @@ int main(int argc, char** argv) {
       train::save_checkpoint(i_out, i_model, gpt.params(), nullptr, train::TrainState{0, i_seed, "serial"});
       world.print0("wrote a freshly initialised model (%lld parameters) to %s\n", i_model.num_parameters(),
                    i_out.c_str());
+      return 0;
+    }
+    if (*bench_cmd) {
+      if (world.size() != 1) throw core::ConfigError("the serial benchmark runs on 1 process");
+      world.print0("%s\n", train::bench_serial(b_opt).c_str());
       return 0;
     }
     if (*sample_cmd) {

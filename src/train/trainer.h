@@ -39,7 +39,7 @@ struct TrainOptions {
 /// Runs the training described by `o` and returns the process exit code. Rank 0 prints.
 int train(const TrainOptions& o, comm::World& world);
 
-/// The folder of the checkpoint after `step` steps: <out>/step_000123.
+/// The folder of the checkpoint after `step` steps: `out/step_000123`.
 std::string checkpoint_dir(const std::string& out, int step);
 
 /// The mean loss over `batches` consecutive evaluation windows (dropout off).

@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""PyTorch eager baseline for the chapter 1 benchmark: the same GPT (pre-LN, tied LM head, GELU tanh,
+causal attention written out as PyTorch users write it without fused kernels), float32, AdamW.
+Prints one JSON line per model: median training-step time (forward + backward + AdamW) and forward
+time over --steps steps after --warmup, for 1 and 2 threads, and the better of the two.
+Usage: bench_torch.py [--models tiny small] [--steps 7] [--warmup 2]"""
+import argparse
+import json
+import math
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+MODELS = {  # the same named configurations as GPTConfig::named, with the benchmark's batch
+    "tiny": dict(n_layer=4, n_embd=256, n_head=4, seq=128, vocab=256, batch=8),
+    "small": dict(n_layer=6, n_embd=384, n_head=6, seq=256, vocab=256, batch=8),
+}
+
+
+class Block(nn.Module):
+    def __init__(self, C, NH):
+        super().__init__()
+        self.NH = NH
+        self.ln_1, self.ln_2 = nn.LayerNorm(C), nn.LayerNorm(C)
+        self.c_attn, self.c_proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+        self.c_fc, self.mlp_proj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+
+    def attention(self, x):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.NH, C // self.NH).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        mask = torch.ones(T, T, dtype=torch.bool).tril()
+        att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+        return self.c_proj((att @ v).transpose(1, 2).contiguous().view(B, T, C))
+
+    def forward(self, x):
+        x = x + self.attention(self.ln_1(x))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(m["vocab"], m["n_embd"]), nn.Embedding(m["seq"], m["n_embd"])
+        self.h = nn.ModuleList(Block(m["n_embd"], m["n_head"]) for _ in range(m["n_layer"]))
+        self.ln_f = nn.LayerNorm(m["n_embd"])
+
+    def forward(self, idx, targets):
+        T = idx.size(1)
+        x = self.wte(idx) + self.wpe(torch.arange(T))
+        for block in self.h:
+            x = block(x)
+        logits = self.ln_f(x) @ self.wte.weight.t()  # tied LM head
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def bench(m, threads, steps, warmup):
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = GPT(m)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    idx = torch.randint(0, m["vocab"], (m["batch"], m["seq"]))
+    tgt = torch.randint(0, m["vocab"], (m["batch"], m["seq"]))
+    step_ms, fwd_ms = [], []
+    for i in range(warmup + steps):
+        t0 = time.perf_counter()
+        loss = model(idx, tgt)
+        t1 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        t2 = time.perf_counter()
+        if i >= warmup:
+            fwd_ms.append(1e3 * (t1 - t0))
+            step_ms.append(1e3 * (t2 - t0))
+    with torch.no_grad():  # forward-only ("inference") timing, as the C++ bench measures it
+        inf = []
+        for i in range(warmup + steps):
+            t0 = time.perf_counter()
+            model(idx, tgt)
+            if i >= warmup:
+                inf.append(1e3 * (time.perf_counter() - t0))
+    return statistics.median(step_ms), statistics.median(inf)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", nargs="+", default=["tiny", "small"], choices=sorted(MODELS))
+    ap.add_argument("--steps", type=int, default=7)
+    ap.add_argument("--warmup", type=int, default=2)
+    args = ap.parse_args()
+    for name in args.models:
+        m = MODELS[name]
+        runs = {t: bench(m, t, args.steps, args.warmup) for t in (1, 2)}
+        best = min(runs, key=lambda t: runs[t][0])
+        tokens = m["batch"] * m["seq"]
+        print(json.dumps({"impl": "pytorch-eager", "model": name, "B": m["batch"], "T": m["seq"],
+                          "torch": torch.__version__, "best_threads": best,
+                          "step_ms": round(runs[best][0], 3), "forward_ms": round(runs[best][1], 3),
+                          "tokens_per_s": round(1e3 * tokens / runs[best][0], 1),
+                          "step_ms_by_threads": {str(t): round(r[0], 3) for t, r in runs.items()}}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+// The serial benchmark.
+#include "train/bench.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "core/ops.h"
+#include "serial/gpt.h"
+#include "train/optimizer.h"
+
+namespace optimus::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+double measure_matmul_gflops() {
+  const int n = 1024;
+  core::MemoryLedger ledger;
+  core::Context ctx = core::cpu_context(ledger);
+  core::Buffer a(ledger, core::MemoryCategory::workspace, {n, n}), b(ledger, core::MemoryCategory::workspace, {n, n}),
+      c(ledger, core::MemoryCategory::workspace, {n, n});
+  for (int64_t k = 0; k < a.numel(); ++k) a.data()[k] = b.data()[k] = 1.0f / static_cast<float>(1 + k % 7);
+  std::vector<double> ms;
+  for (int r = 0; r < 6; ++r) {
+    const auto t0 = Clock::now();
+    core::matmul(ctx, c.data(), a.data(), b.data(), n, n, n, core::Trans::no, core::Trans::no);
+    if (r > 0) ms.push_back(ms_since(t0));
+  }
+  return 2.0 * n * n * n / (median(ms) * 1e6);
+}
+
+std::string bench_serial(const BenchOptions& o) {
+  model::GPTConfig config = model::GPTConfig::named(o.model);
+  const int B = o.batch, T = config.n_positions, V = config.vocab_size;
+  core::MemoryLedger ledger;
+  core::Context ctx = core::cpu_context(ledger);
+  serial::GPT gpt(config, ctx, 1);
+  AdamW opt(gpt.params(), ctx, AdamWOptions{});
+  std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {  // any tokens will do for timing
+    inputs[k] = static_cast<int>((k * 7919) % static_cast<size_t>(V));
+    targets[k] = static_cast<int>((k * 104729 + 1) % static_cast<size_t>(V));
+  }
+
+  std::vector<double> step_ms, forward_ms;
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
+    const auto t0 = Clock::now();
+    gpt.params().zero_grads();
+    gpt.forward(inputs.data(), targets.data(), B, T, static_cast<uint32_t>(s));
+    gpt.backward();
+    gpt.clip_gradients(1.0f);
+    opt.update(gpt.params(), 1e-4f);
+    if (s >= o.warmup) step_ms.push_back(ms_since(t0));
+  }
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
+    const auto t0 = Clock::now();
+    gpt.forward(inputs.data(), targets.data(), B, T, 0, /*train=*/false);
+    if (s >= o.warmup) forward_ms.push_back(ms_since(t0));
+  }
+
+  const double step = median(step_ms), fwd = median(forward_ms);
+  const double tokens = static_cast<double>(B) * T;
+  const double n_params = static_cast<double>(config.num_parameters());
+  const double flops_per_token = 6.0 * n_params + 6.0 * config.n_layer * config.n_embd * T;
+  const double gflops = flops_per_token * tokens / (step * 1e6);
+  const double matmul = measure_matmul_gflops();
+
+  std::string mem = "{";
+  for (int c = 0; c < core::kMemoryCategoryCount; ++c) {
+    const auto cat = static_cast<core::MemoryCategory>(c);
+    char item[96];
+    std::snprintf(item, sizeof item, "%s\"%s\": %.3f", c ? ", " : "", core::memory_category_name(cat),
+                  static_cast<double>(ledger.peak(cat)) / (1 << 20));
+    mem += item;
+  }
+  char total[64];
+  std::snprintf(total, sizeof total, ", \"total\": %.3f}", static_cast<double>(ledger.peak_total()) / (1 << 20));
+  mem += total;
+
+  char line[1024];
+  std::snprintf(line, sizeof line,
+                "{\"impl\": \"optimus\", \"stage\": \"serial\", \"model\": \"%s\", \"B\": %d, \"T\": %d, \"L\": %d, "
+                "\"C\": %d, \"NH\": %d, \"V\": %d, \"params\": %.0f, \"threads\": %d, \"steps\": %d, "
+                "\"step_ms\": %.3f, \"forward_ms\": %.3f, \"tokens_per_s\": %.1f, "
+                "\"flops_per_token\": \"6N + 6*L*C*T\", \"gflops\": %.2f, \"matmul_gflops\": %.2f, "
+                "\"fraction_of_matmul\": %.3f, \"peak_memory_mib\": %s}",
+                o.model.c_str(), B, T, config.n_layer, config.n_embd, config.n_head, V, n_params,
+                omp_get_max_threads(), o.steps, step, fwd, 1e3 * tokens / step, gflops, matmul, gflops / matmul,
+                mem.c_str());
+  return line;
+}
+
+}  // namespace optimus::train
