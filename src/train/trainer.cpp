@@ -56,7 +56,8 @@ static std::string save_step_checkpoint(const TrainOptions& o, const serial::GPT
 // Appends one JSON object per line to the run's metrics file (read by the notebooks).
 class MetricsFile {
  public:
-  explicit MetricsFile(const std::string& path) : out_(path, std::ios::app) {}
+  /// A fresh run starts a new file; a resumed run appends to it.
+  MetricsFile(const std::string& path, bool append) : out_(path, append ? std::ios::app : std::ios::trunc) {}
   void write(const std::string& json_line) {
     out_ << json_line << '\n';
     out_.flush();
@@ -101,7 +102,7 @@ int train(const TrainOptions& o, comm::World& world) {
     world.print0("resumed from %s at step %d\n", o.resume.c_str(), start);
   }
   std::filesystem::create_directories(o.out);
-  MetricsFile metrics(o.out + "/metrics.jsonl");
+  MetricsFile metrics(o.out + "/metrics.jsonl", !o.resume.empty());
   world.print0("training %lld parameters on %s (%zu bytes), validating on %s (%zu bytes); B=%d T=%d\n",
                o.model.num_parameters(), train_data.path.c_str(), train_data.tokens.size(), val_data.path.c_str(),
                val_data.tokens.size(), B, T);
