@@ -1,0 +1,48 @@
+// Megatron's parallel layers: core ops plus the f and g operators.
+#include "tp1d/layers.h"
+
+#include "core/ops.h"
+#include "tp1d/mappings.h"
+
+namespace optimus::tp1d {
+
+void column_parallel_linear_forward(const core::Context& ctx, float* out, const float* inp, const float* w,
+                                    const float* b, int N, int C, int OCp) {
+  f_forward();
+  core::linear_forward(ctx, out, inp, w, b, N, C, OCp);
+}
+
+void column_parallel_linear_backward(const core::Context& ctx, comm::Communicator& tp, float* dinp, float* dw,
+                                     float* db, const float* dout, const float* inp, const float* w, int N, int C,
+                                     int OCp) {
+  core::linear_backward(ctx, dinp, dw, db, dout, inp, w, N, C, OCp);
+  f_backward(tp, dinp, int64_t{N} * C);
+}
+
+void row_parallel_linear_forward(const core::Context& ctx, comm::Communicator& tp, float* out, const float* inp,
+                                 const float* w, const float* b, int N, int Cp, int OC) {
+  core::linear_forward(ctx, out, inp, w, nullptr, N, Cp, OC);
+  g_forward(tp, out, int64_t{N} * OC);
+  if (b != nullptr) core::bias_add_forward(ctx, out, b, N, OC);
+}
+
+void row_parallel_linear_backward(const core::Context& ctx, float* dinp, float* dw, float* db, const float* dout,
+                                  const float* inp, const float* w, int N, int Cp, int OC) {
+  if (db != nullptr) core::bias_add_backward(ctx, db, dout, N, OC);
+  g_backward();
+  core::linear_backward(ctx, dinp, dw, nullptr, dout, inp, w, N, Cp, OC);
+}
+
+void vocab_parallel_embedding_forward(const core::Context& ctx, comm::Communicator& tp, float* out, const int* tokens,
+                                      const float* wte, int N, int C, int v0, int Vp) {
+  core::embedding_forward(ctx, out, tokens, wte, N, C, v0, Vp);
+  g_forward(tp, out, int64_t{N} * C);
+}
+
+void vocab_parallel_embedding_backward(const core::Context& ctx, float* dwte, const float* dout, const int* tokens,
+                                       int N, int C, int v0, int Vp) {
+  g_backward();
+  core::embedding_backward(ctx, dwte, dout, tokens, N, C, v0, Vp);
+}
+
+}  // namespace optimus::tp1d

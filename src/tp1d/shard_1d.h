@@ -1,0 +1,19 @@
+// How Megatron 1D holds each canonical tensor (DESIGN §6, the 1D column): rank r of p holds the
+// vocabulary rows [r·V/p, (r+1)·V/p) of wte, head group r's columns of c_attn (its Q, then K, then
+// V columns) and rows of attn.c_proj, the F/p columns of mlp.c_fc and rows of mlp.c_proj; the
+// rest (wpe, LayerNorms, the row-parallel biases) is replicated, owned by rank 0.
+#pragma once
+
+#include "model/config.h"
+#include "model/params.h"
+#include "model/shard.h"
+
+namespace optimus::tp1d {
+
+/// Throws core::ConfigError unless p divides NH, C, F and V (identically on every rank).
+void check_divisible(const model::GPTConfig& config, int p);
+
+/// The shard of `info` that rank r of p holds.
+model::ShardSpec spec_1d(const model::ParamInfo& info, int p, int r);
+
+}  // namespace optimus::tp1d

@@ -1,0 +1,70 @@
+// Helpers of the equivalence tests (DESIGN §10, L2–L5): canonical tensors from any layout, relative
+// errors, and a one-line report per comparison printed by rank 0, so the test log shows the numbers.
+#pragma once
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "model/gather.h"
+#include "model/param_set.h"
+#include "mpi_test.h"
+
+namespace equivalence {
+
+/// ‖a − b‖ / ‖b‖ over the whole tensor (b is the reference); 0 when both are zero.
+inline double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0.0, den = 0.0;
+  if (a.size() != b.size()) return INFINITY;
+  for (size_t k = 0; k < a.size(); ++k) {
+    const double d = static_cast<double>(a[k]) - b[k];
+    num += d * d;
+    den += static_cast<double>(b[k]) * b[k];
+  }
+  return den == 0.0 ? (num == 0.0 ? 0.0 : INFINITY) : std::sqrt(num / den);
+}
+
+inline std::vector<float> copy(const float* p, int64_t n) { return std::vector<float>(p, p + n); }
+
+/// Prints "equivalence: <what> <value>" on rank 0.
+inline void report(const std::string& what, double value) {
+  if (mpi_test::world().rank() == 0) std::printf("equivalence: %-60s %.3e\n", what.c_str(), value);
+}
+
+/// A column block (N, cols) of every rank of `comm`, gathered side by side into (N, cols·size).
+inline std::vector<float> gather_columns(optimus::comm::Communicator& comm, const float* local, int N, int cols) {
+  std::vector<float> all(static_cast<size_t>(N) * cols * comm.size()), full(all.size());
+  comm.all_gather(all.data(), local, int64_t{N} * cols);
+  const int width = cols * comm.size();
+  for (int k = 0; k < comm.size(); ++k) {
+    for (int n = 0; n < N; ++n) {
+      for (int c = 0; c < cols; ++c) {
+        full[static_cast<size_t>(n) * width + k * cols + c] = all[(static_cast<size_t>(k) * N + n) * cols + c];
+      }
+    }
+  }
+  return full;
+}
+
+/// The largest relative error over all parameters between a layout's gathered tensors (values or
+/// gradients) and a serial model's; prints the worst parameter.
+template <typename Which>
+double worst_param_error(const optimus::model::ParamSet& layout, const optimus::model::ParamSet& serial,
+                         optimus::comm::Communicator& comm, const optimus::model::SpecOfRank& spec_of, Which which,
+                         const std::string& what) {
+  double worst = 0.0;
+  std::string worst_name;
+  for (size_t i = 0; i < layout.tensors.size(); ++i) {
+    const auto& t = layout.tensors[i];
+    const auto& s = serial.tensors[i];
+    const auto full = optimus::model::gather_canonical(t, which(t), comm, spec_of);
+    const double e = rel_error(full, copy(which(s), s.spec.local_numel()));
+    if (e > worst || worst_name.empty()) worst = e, worst_name = t.info.name;
+  }
+  report(what + " (worst: " + worst_name + ")", worst);
+  return worst;
+}
+
+}  // namespace equivalence
