@@ -11,6 +11,7 @@
 #include "core/ops.h"
 #include "core/tensor.h"
 #include "model/config.h"
+#include "model/gather.h"
 #include "model/param_set.h"
 
 namespace optimus::serial {
@@ -73,6 +74,10 @@ class GPT {
   const model::GPTConfig& config() const { return config_; }
   const Activations& activations() const { return acts_; }
   const core::Context& context() const { return ctx_; }
+  /// Every tensor whole, on the one rank there is (for gather, like the parallel stages).
+  model::SpecOfRank spec_of() const {
+    return [](const model::ParamInfo& info, int) { return model::ShardSpec::whole(info.shape); };
+  }
 
  private:
   void ensure_buffers(int B, int T);

@@ -14,13 +14,6 @@ namespace {
 
 constexpr const char* kStateFile = "train_state.safetensors";
 
-// The canonical tensor of a (whole) shard; the stages that shard gather before saving.
-std::vector<float> canonical_copy(const model::ShardSpec& spec, const float* local) {
-  std::vector<float> full(static_cast<size_t>(spec.canonical.numel()));
-  model::place_in_canonical(full.data(), local, spec);
-  return full;
-}
-
 }  // namespace
 
 model::GPTConfig load_checkpoint_config(const std::string& dir) {
@@ -28,24 +21,42 @@ model::GPTConfig load_checkpoint_config(const std::string& dir) {
 }
 
 void save_checkpoint(const std::string& dir, const model::GPTConfig& config, const model::ParamSet& params,
-                     const AdamW* opt, const TrainState& state) {
+                     const model::SpecOfRank& spec_of, comm::World& world, const AdamW* opt,
+                     const TrainState& state) {
+  // Every rank takes part in the gathers; only rank 0 holds on to the canonical tensors and writes.
+  auto gather = [&](const model::ParamTensor& t, const float* data) {
+    return model::gather_canonical(t, data, world.comm(), spec_of);
+  };
   model::CanonicalParams canonical;
-  for (const auto& t : params.tensors) canonical.push_back(canonical_copy(t.spec, t.value.data()));
-  model::save_model(dir, config, canonical);
-  if (opt == nullptr) return;
-  std::vector<model::SafeTensor> tensors;
+  std::vector<model::SafeTensor> moments;
   for (size_t i = 0; i < params.tensors.size(); ++i) {
     const auto& t = params.tensors[i];
-    tensors.push_back(model::SafeTensor::from_floats("adamw.m." + t.info.name, t.spec.canonical,
-                                                     canonical_copy(t.spec, opt->m(i).data()).data()));
-    tensors.push_back(model::SafeTensor::from_floats("adamw.v." + t.info.name, t.spec.canonical,
-                                                     canonical_copy(t.spec, opt->v(i).data()).data()));
+    canonical.push_back(gather(t, t.value.data()));
+    if (opt != nullptr) {
+      moments.push_back(model::SafeTensor::from_floats("adamw.m." + t.info.name, t.spec.canonical,
+                                                       gather(t, opt->m(i).data()).data()));
+      moments.push_back(model::SafeTensor::from_floats("adamw.v." + t.info.name, t.spec.canonical,
+                                                       gather(t, opt->v(i).data()).data()));
+    }
   }
-  model::Metadata meta{{"step", std::to_string(state.step)},
-                       {"adamw_step", std::to_string(opt->step())},
-                       {"seed", std::to_string(state.seed)},
-                       {"layout", state.layout}};
-  model::write_safetensors((std::filesystem::path(dir) / kStateFile).string(), tensors, meta);
+  std::string error;
+  if (world.rank() == 0) {
+    try {
+      model::save_model(dir, config, canonical);
+      if (opt != nullptr) {
+        model::Metadata meta{{"step", std::to_string(state.step)},
+                             {"adamw_step", std::to_string(opt->step())},
+                             {"seed", std::to_string(state.seed)},
+                             {"layout", state.layout}};
+        model::write_safetensors((std::filesystem::path(dir) / kStateFile).string(), moments, meta);
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (!world.all_agree(error.empty())) {
+    throw core::ConfigError(world.rank() == 0 ? error : "rank 0 could not write the checkpoint");
+  }
 }
 
 void load_weights(const std::string& dir, const model::GPTConfig& config, model::ParamSet& params) {

@@ -13,6 +13,7 @@
 #include "train/bench.h"
 #include "train/checkpointing.h"
 #include "train/data.h"
+#include "train/layouts.h"
 #include "train/sample.h"
 #include "train/trainer.h"
 
@@ -31,7 +32,6 @@ void add_model_flags(CLI::App* app, model::GPTConfig& m) {
 
 int cmd_eval(comm::World& world, const std::string& checkpoint, const std::string& data_path, int B, int T,
              int batches, const std::string& layout) {
-  if (layout != "serial") throw core::ConfigError("the layout '" + layout + "' is not built yet; use --layout serial");
   model::GPTConfig config = train::load_checkpoint_config(checkpoint);
   if (T > config.n_positions) {
     throw core::ConfigError("--seq " + std::to_string(T) + " exceeds the checkpoint's n_positions " +
@@ -40,11 +40,12 @@ int cmd_eval(comm::World& world, const std::string& checkpoint, const std::strin
   if (B <= 0 || T <= 0 || batches <= 0) throw core::ConfigError("--batch, --seq and --batches must be positive");
   train::TokenFile data = train::TokenFile::load(data_path);
   train::require_tokens_for_eval(data, B, T, batches);
-  serial::GPT gpt(config, core::cpu_context(), 0);
-  train::load_weights(checkpoint, config, gpt.params());
-  const double loss = train::evaluate(gpt, data, B, T, batches);
-  world.print0("loss %.10g\n", loss);
-  return 0;
+  return train::with_model(layout, config, 0, world, [&](auto& gpt) {
+    train::load_weights(checkpoint, config, gpt.params());
+    const double loss = train::evaluate(gpt, data, B, T, batches);
+    world.print0("loss %.10g\n", loss);
+    return 0;
+  });
 }
 
 }  // namespace
@@ -140,7 +141,8 @@ int main(int argc, char** argv) {
     if (*init_cmd) {
       i_model.validate();
       serial::GPT gpt(i_model, core::cpu_context(), i_seed);
-      train::save_checkpoint(i_out, i_model, gpt.params(), nullptr, train::TrainState{0, i_seed, "serial"});
+      train::save_checkpoint(i_out, i_model, gpt.params(), gpt.spec_of(), world, nullptr,
+                             train::TrainState{0, i_seed, "serial"});
       world.print0("wrote a freshly initialised model (%lld parameters) to %s\n", i_model.num_parameters(),
                    i_out.c_str());
       return 0;

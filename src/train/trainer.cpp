@@ -11,19 +11,10 @@
 
 #include "core/errors.h"
 #include "train/checkpointing.h"
+#include "train/layouts.h"
 #include "train/sample.h"
 
 namespace optimus::train {
-
-double evaluate(serial::GPT& gpt, const TokenFile& data, int B, int T, int batches) {
-  std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
-  double sum = 0.0;
-  for (int k = 0; k < batches; ++k) {
-    eval_batch(inputs.data(), targets.data(), data, B, T, k);
-    sum += gpt.forward(inputs.data(), targets.data(), B, T, 0, /*train=*/false);
-  }
-  return sum / batches;
-}
 
 std::string checkpoint_dir(const std::string& out, int step) {
   char name[32];
@@ -31,14 +22,20 @@ std::string checkpoint_dir(const std::string& out, int step) {
   return (std::filesystem::path(out) / name).string();
 }
 
+namespace {
+
 // Writes the checkpoint into a temporary folder and renames it into place, so a crash never leaves
 // a half checkpoint under a step's name; then removes all but the newest `keep` step folders.
-static std::string save_step_checkpoint(const TrainOptions& o, const serial::GPT& gpt, const AdamW& opt, int step) {
+template <typename Model>
+std::string save_step_checkpoint(const TrainOptions& o, const Model& gpt, const AdamW& opt, int step,
+                                 comm::World& world) {
   namespace fs = std::filesystem;
   const fs::path final_dir = checkpoint_dir(o.out, step);
   const fs::path tmp_dir = fs::path(o.out) / (".tmp_" + final_dir.filename().string());
-  fs::remove_all(tmp_dir);
-  save_checkpoint(tmp_dir.string(), o.model, gpt.params(), &opt, TrainState{step, o.seed, o.layout});
+  if (world.rank() == 0) fs::remove_all(tmp_dir);
+  save_checkpoint(tmp_dir.string(), o.model, gpt.params(), gpt.spec_of(), world, &opt,
+                  TrainState{step, o.seed, o.layout});
+  if (world.rank() != 0) return final_dir.string();
   fs::remove_all(final_dir);
   fs::rename(tmp_dir, final_dir);
   if (o.keep > 0) {
@@ -56,9 +53,13 @@ static std::string save_step_checkpoint(const TrainOptions& o, const serial::GPT
 // Appends one JSON object per line to the run's metrics file (read by the notebooks).
 class MetricsFile {
  public:
-  /// A fresh run starts a new file; a resumed run appends to it.
-  MetricsFile(const std::string& path, bool append) : out_(path, append ? std::ios::app : std::ios::trunc) {}
+  /// A fresh run starts a new file; a resumed run appends to it. An empty path (the ranks other
+  /// than 0) writes nothing.
+  MetricsFile(const std::string& path, bool append) {
+    if (!path.empty()) out_.open(path, append ? std::ios::app : std::ios::trunc);
+  }
   void write(const std::string& json_line) {
+    if (!out_.is_open()) return;
     out_ << json_line << '\n';
     out_.flush();
   }
@@ -67,28 +68,12 @@ class MetricsFile {
   std::ofstream out_;
 };
 
-int train(const TrainOptions& o, comm::World& world) {
-  if (o.layout != "serial") {
-    throw core::ConfigError("the layout '" + o.layout + "' is not built yet; use --layout serial");
-  }
-  if (world.size() != 1) {
-    throw core::ConfigError("the serial layout runs on 1 process, but the world has " + std::to_string(world.size()) +
-                            "; run without mpirun or choose --layout 1d or 2d");
-  }
+// The loop itself, for the model of any layout.
+template <typename Model>
+int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const TokenFile& train_data,
+                 const TokenFile& val_data, int eval_batches) {
   const int B = o.batch, T = o.model.n_positions;
-  if (B <= 0) throw core::ConfigError("the batch size (--batch) must be positive, but is " + std::to_string(B));
-  if (o.steps <= 0) throw core::ConfigError("the number of steps (--steps) must be positive, but is " + std::to_string(o.steps));
-  o.model.validate();
-
-  TokenFile train_data = TokenFile::load(o.data);
-  TokenFile val_data = o.val.empty() ? train_data.split_tail(0.1) : TokenFile::load(o.val);
-  require_tokens_for_training(train_data, T);
-  const int eval_batches = std::max(1, std::min<int>(o.eval_batches, static_cast<int>((val_data.tokens.size() - 1) / (static_cast<size_t>(B) * T))));
-  require_tokens_for_eval(val_data, B, T, eval_batches);
-
-  core::Context ctx = core::cpu_context();
-  serial::GPT gpt(o.model, ctx, o.seed);
-  AdamW opt(gpt.params(), ctx, o.adamw);
+  AdamW opt(gpt.params(), gpt.context(), o.adamw);
   int start = 0;
   if (!o.resume.empty()) {
     load_weights(o.resume, o.model, gpt.params());
@@ -101,22 +86,22 @@ int train(const TrainOptions& o, comm::World& world) {
     start = state.step;
     world.print0("resumed from %s at step %d\n", o.resume.c_str(), start);
   }
-  std::filesystem::create_directories(o.out);
-  MetricsFile metrics(o.out + "/metrics.jsonl", !o.resume.empty());
-  world.print0("training %lld parameters on %s (%zu bytes), validating on %s (%zu bytes); B=%d T=%d\n",
-               o.model.num_parameters(), train_data.path.c_str(), train_data.tokens.size(), val_data.path.c_str(),
-               val_data.tokens.size(), B, T);
-
+  MetricsFile metrics(world.rank() == 0 ? o.out + "/metrics.jsonl" : "", !o.resume.empty());
+  world.print0("training %lld parameters, layout %s on %d rank%s, on %s (%zu bytes), validating on %s (%zu bytes); "
+               "B=%d T=%d\n",
+               o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s",
+               train_data.path.c_str(), train_data.tokens.size(), val_data.path.c_str(), val_data.tokens.size(), B, T);
   std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
   char line[512];
+  std::string last_dir;
   for (int step = start; step < o.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     sample_batch(inputs.data(), targets.data(), train_data, B, T, o.seed, static_cast<uint64_t>(step));
     gpt.params().zero_grads();
     const float loss = gpt.forward(inputs.data(), targets.data(), B, T, static_cast<uint32_t>(step));
     if (!std::isfinite(loss)) {
-      world.print0("error: the loss became %f at step %d; stopping (the last checkpoint in %s is kept)\n", loss, step,
-                   o.out.c_str());
+      world.print0("error: the loss became %f at step %d; stopping (the last checkpoint in %s is kept)\n", loss,
+                   step + 1, o.out.c_str());
       return 1;
     }
     gpt.backward();
@@ -142,17 +127,40 @@ int train(const TrainOptions& o, comm::World& world) {
       metrics.write(line);
     }
     if ((o.checkpoint_interval > 0 && (step + 1) % o.checkpoint_interval == 0) || last) {
-      const std::string dir = save_step_checkpoint(o, gpt, opt, step + 1);
-      world.print0("step %5d/%d | checkpoint saved to %s\n", step + 1, o.steps, dir.c_str());
+      last_dir = save_step_checkpoint(o, gpt, opt, step + 1, world);
+      world.print0("step %5d/%d | checkpoint saved to %s\n", step + 1, o.steps, last_dir.c_str());
     }
   }
-  if (o.sample_tokens > 0) {
+  if (o.sample_tokens > 0 && world.rank() == 0 && !last_dir.empty()) {
+    // Sampling needs the whole vocabulary's logits: rank 0 loads the checkpoint into a serial model.
+    serial::GPT sampler(o.model, core::cpu_context(), o.seed);
+    load_weights(last_dir, o.model, sampler.params());
     SampleOptions so;
     so.tokens = o.sample_tokens;
     so.seed = o.seed;
-    world.print0("sample:\n%s\n", sample_text(gpt, "\n", so).c_str());
+    world.print0("sample:\n%s\n", sample_text(sampler, "\n", so).c_str());
   }
   return 0;
+}
+
+}  // namespace
+
+int train(const TrainOptions& o, comm::World& world) {
+  const int B = o.batch, T = o.model.n_positions;
+  if (B <= 0) throw core::ConfigError("the batch size (--batch) must be positive, but is " + std::to_string(B));
+  if (o.steps <= 0) throw core::ConfigError("the number of steps (--steps) must be positive, but is " + std::to_string(o.steps));
+  o.model.validate();
+
+  TokenFile train_data = TokenFile::load(o.data);
+  TokenFile val_data = o.val.empty() ? train_data.split_tail(0.1) : TokenFile::load(o.val);
+  require_tokens_for_training(train_data, T);
+  const int eval_batches = std::max(1, std::min<int>(o.eval_batches, static_cast<int>((val_data.tokens.size() - 1) / (static_cast<size_t>(B) * T))));
+  require_tokens_for_eval(val_data, B, T, eval_batches);
+
+  if (world.rank() == 0) std::filesystem::create_directories(o.out);
+  return with_model(o.layout, o.model, o.seed, world, [&](auto& gpt) {
+    return run_training(o, world, gpt, train_data, val_data, eval_batches);
+  });
 }
 
 }  // namespace optimus::train

@@ -1,20 +1,21 @@
 // The training loop (chapter 1; the trainer issue completes it): sample a batch, forward, backward,
-// clip, AdamW with the schedule, log a line, evaluate and checkpoint at intervals.
+// clip, AdamW with the schedule, log a line, evaluate and checkpoint at intervals — in any layout
+// (train/layouts.h), the same loop for each.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "comm/world.h"
 #include "model/config.h"
-#include "serial/gpt.h"
 #include "train/data.h"
 #include "train/optimizer.h"
 
 namespace optimus::train {
 
 struct TrainOptions {
-  std::string layout = "serial";
+  std::string layout = "serial";     // serial, 1d or 2d
   std::string data;                  // training text (bytes are tokens)
   std::string val;                   // validation text; empty: the last 10% of data
   std::string out = "runs/latest";   // checkpoint and metrics folder
@@ -42,7 +43,16 @@ int train(const TrainOptions& o, comm::World& world);
 /// The folder of the checkpoint after `step` steps: `out/step_000123`.
 std::string checkpoint_dir(const std::string& out, int step);
 
-/// The mean loss over `batches` consecutive evaluation windows (dropout off).
-double evaluate(serial::GPT& gpt, const TokenFile& data, int B, int T, int batches);
+/// The mean loss over `batches` consecutive evaluation windows (dropout off), for any layout's model.
+template <typename Model>
+double evaluate(Model& gpt, const TokenFile& data, int B, int T, int batches) {
+  std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
+  double sum = 0.0;
+  for (int k = 0; k < batches; ++k) {
+    eval_batch(inputs.data(), targets.data(), data, B, T, k);
+    sum += gpt.forward(inputs.data(), targets.data(), B, T, 0, /*train=*/false);
+  }
+  return sum / batches;
+}
 
 }  // namespace optimus::train

@@ -26,6 +26,13 @@ inline double rel_error(const std::vector<float>& a, const std::vector<float>& b
   return den == 0.0 ? (num == 0.0 ? 0.0 : INFINITY) : std::sqrt(num / den);
 }
 
+/// Prints "equivalence: <what> measured M, formula F" on rank 0 (exact counts).
+inline void report_count(const std::string& what, long long measured, long long formula) {
+  if (mpi_test::world().rank() == 0) {
+    std::printf("equivalence: %-52s measured %lld, formula %lld\n", what.c_str(), measured, formula);
+  }
+}
+
 inline std::vector<float> copy(const float* p, int64_t n) { return std::vector<float>(p, p + n); }
 
 /// Prints "equivalence: <what> <value>" on rank 0.

@@ -197,3 +197,37 @@ TEST_CASE("1D vocab-parallel embedding and cross-entropy equal the serial ones (
   MPI_REQUIRE(emb <= 1e-5);
   MPI_REQUIRE(ce <= 1e-5);
 }
+
+TEST_CASE("1D communication per training step equals the chapter's formula", "[tp1d]") {
+  // Chapter 2, "Communication per step": with N = B·T, per rank and step, all on the tensor-parallel
+  // group, all all-reduces:
+  //   forward:  1 (embedding g) + 2L (attention and MLP g) of N·C floats, 3 of N floats (loss);
+  //   backward: 1 (LM head f) + 2L (attention and MLP f) of N·C floats;
+  //   clipping: 1 of one double (the squared gradient norm).
+  //   calls = 4L + 6;  bytes = 4·N·C·(4L + 2) + 4·3N + 8.
+  auto& world = mpi_test::world();
+  comm::Grid1D grid(world.comm());
+  const auto cfg = small_config(0.1f);
+  const int B = 4, T = 16, N = B * T, L = cfg.n_layer, C = cfg.n_embd;
+  std::vector<int> in, tg;
+  make_batch(in, tg, B, T, 2);
+  tp1d::GPT par(cfg, core::cpu_context(), 1, grid);
+  auto& ledger = world.comm().ledger();
+  const auto before = ledger.snapshot();
+  par.params().zero_grads();
+  par.forward(in.data(), tg.data(), B, T, 0);
+  par.backward();
+  par.clip_gradients(1.0f);
+  const auto step = ledger.since(before);
+  const int64_t want_calls = 4 * L + 6;
+  const int64_t want_bytes = int64_t{4} * N * C * (4 * L + 2) + int64_t{4} * 3 * N + 8;
+  const std::string name = world.comm().name();
+  equivalence::report_count(tag("ledger: all-reduce calls per step"), step.calls(name, comm::CommOp::all_reduce),
+                            want_calls);
+  equivalence::report_count(tag("ledger: all-reduce bytes per step"), step.bytes(name, comm::CommOp::all_reduce),
+                            want_bytes);
+  MPI_REQUIRE(step.calls(name, comm::CommOp::all_reduce) == want_calls);
+  MPI_REQUIRE(step.bytes(name, comm::CommOp::all_reduce) == want_bytes);
+  MPI_REQUIRE(step.calls() == want_calls);  // and nothing but all-reduces
+  MPI_REQUIRE(step.bytes() == want_bytes);
+}

@@ -1,0 +1,42 @@
+// The layouts a run can use (serial, 1d; 2d comes with chapter 3): one place that checks the world
+// against the layout and builds the model, so train, eval and bench share it. The model types have
+// the same interface (forward, backward, clip_gradients, params, spec_of), so the code that uses
+// them is written once, as templates.
+#pragma once
+
+#include <string>
+
+#include "comm/grid.h"
+#include "comm/world.h"
+#include "core/errors.h"
+#include "model/config.h"
+#include "serial/gpt.h"
+#include "tp1d/gpt.h"
+
+namespace optimus::train {
+
+/// Builds the model of `layout` for this world (initialised from `seed`) and returns body(model).
+/// A layout that does not fit the world, or a size not divisible, is a core::ConfigError raised
+/// identically on every rank before any communication.
+template <typename Body>
+int with_model(const std::string& layout, const model::GPTConfig& config, uint32_t seed, comm::World& world,
+               Body&& body) {
+  const core::Context ctx = core::cpu_context();
+  if (layout == "serial") {
+    if (world.size() != 1) {
+      throw core::ConfigError("the serial layout runs on 1 process, but the world has " +
+                              std::to_string(world.size()) + "; run without mpirun or choose --layout 1d or 2d");
+    }
+    serial::GPT gpt(config, ctx, seed);
+    return body(gpt);
+  }
+  if (layout == "1d") {
+    comm::Grid1D grid(world.comm());
+    tp1d::GPT gpt(config, ctx, seed, grid);
+    return body(gpt);
+  }
+  if (layout == "2d") throw core::ConfigError("the 2d layout is not built yet (chapter 3); use --layout serial or 1d");
+  throw core::ConfigError("unknown layout '" + layout + "'; choose serial, 1d or 2d");
+}
+
+}  // namespace optimus::train
