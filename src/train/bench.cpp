@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/ops.h"
-#include "serial/gpt.h"
+#include "train/layouts.h"
 #include "train/optimizer.h"
 
 namespace optimus::train {
@@ -46,41 +46,48 @@ double measure_matmul_gflops() {
   return 2.0 * n * n * n / (median(ms) * 1e6);
 }
 
-std::string bench_serial(const BenchOptions& o) {
+std::string bench(const BenchOptions& o, comm::World& world) {
   model::GPTConfig config = model::GPTConfig::named(o.model);
   const int B = o.batch, T = config.n_positions, V = config.vocab_size;
-  core::MemoryLedger ledger;
-  core::Context ctx = core::cpu_context(ledger);
-  serial::GPT gpt(config, ctx, 1);
-  AdamW opt(gpt.params(), ctx, AdamWOptions{});
+  core::MemoryLedger& ledger = core::MemoryLedger::host();
   std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {  // any tokens will do for timing
     inputs[k] = static_cast<int>((k * 7919) % static_cast<size_t>(V));
     targets[k] = static_cast<int>((k * 104729 + 1) % static_cast<size_t>(V));
   }
-
   std::vector<double> step_ms, forward_ms;
-  for (int s = 0; s < o.warmup + o.steps; ++s) {
-    const auto t0 = Clock::now();
-    gpt.params().zero_grads();
-    gpt.forward(inputs.data(), targets.data(), B, T, static_cast<uint32_t>(s));
-    gpt.backward();
-    gpt.clip_gradients(1.0f);
-    opt.update(gpt.params(), 1e-4f);
-    if (s >= o.warmup) step_ms.push_back(ms_since(t0));
-  }
-  for (int s = 0; s < o.warmup + o.steps; ++s) {
-    const auto t0 = Clock::now();
-    gpt.forward(inputs.data(), targets.data(), B, T, 0, /*train=*/false);
-    if (s >= o.warmup) forward_ms.push_back(ms_since(t0));
-  }
+  comm::CommLedger step_comm;
+  with_model(o.layout, config, 1, world, [&](auto& gpt) {
+    AdamW opt(gpt.params(), gpt.context(), AdamWOptions{});
+    for (int s = 0; s < o.warmup + o.steps; ++s) {
+      world.comm().barrier();  // start every step together, so rank 0's clock times the slowest rank too
+      const auto before = world.comm().ledger().snapshot();
+      const auto t0 = Clock::now();
+      gpt.params().zero_grads();
+      gpt.forward(inputs.data(), targets.data(), B, T, static_cast<uint32_t>(s));
+      gpt.backward();
+      gpt.clip_gradients(1.0f);
+      opt.update(gpt.params(), 1e-4f);
+      if (s >= o.warmup) step_ms.push_back(ms_since(t0));
+      step_comm = world.comm().ledger().since(before);
+    }
+    for (int s = 0; s < o.warmup + o.steps; ++s) {
+      world.comm().barrier();
+      const auto t0 = Clock::now();
+      gpt.forward(inputs.data(), targets.data(), B, T, 0, /*train=*/false);
+      if (s >= o.warmup) forward_ms.push_back(ms_since(t0));
+    }
+    return 0;
+  });
 
   const double step = median(step_ms), fwd = median(forward_ms);
   const double tokens = static_cast<double>(B) * T;
   const double n_params = static_cast<double>(config.num_parameters());
   const double flops_per_token = 6.0 * n_params + 6.0 * config.n_layer * config.n_embd * T;
   const double gflops = flops_per_token * tokens / (step * 1e6);
-  const double matmul = measure_matmul_gflops();
+  // Every rank measures at the same time, so the machine's rate is the sum over ranks.
+  double matmul = measure_matmul_gflops();
+  world.comm().all_reduce(&matmul, 1);
 
   std::string mem = "{";
   for (int c = 0; c < core::kMemoryCategoryCount; ++c) {
@@ -94,16 +101,34 @@ std::string bench_serial(const BenchOptions& o) {
   std::snprintf(total, sizeof total, ", \"total\": %.3f}", static_cast<double>(ledger.peak_total()) / (1 << 20));
   mem += total;
 
-  char line[1024];
+  // Communication of one training step on this rank, by communicator and operation.
+  std::string comm = "{";
+  const comm::CommOp ops[] = {comm::CommOp::all_reduce, comm::CommOp::broadcast, comm::CommOp::reduce,
+                              comm::CommOp::all_gather, comm::CommOp::reduce_scatter, comm::CommOp::barrier};
+  const char* op_names[] = {"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "barrier"};
+  for (const std::string& name : step_comm.communicators()) {
+    for (int k = 0; k < 6; ++k) {
+      const int64_t calls = step_comm.calls(name, ops[k]);
+      if (calls == 0 || ops[k] == comm::CommOp::barrier) continue;  // the bench's own barrier is not the model's
+      char item[160];
+      std::snprintf(item, sizeof item, "%s\"%s.%s\": {\"calls\": %lld, \"bytes\": %lld}", comm.size() > 1 ? ", " : "",
+                    name.c_str(), op_names[k], static_cast<long long>(calls),
+                    static_cast<long long>(step_comm.bytes(name, ops[k])));
+      comm += item;
+    }
+  }
+  comm += "}";
+
+  char line[2048];
   std::snprintf(line, sizeof line,
-                "{\"impl\": \"optimus\", \"stage\": \"serial\", \"model\": \"%s\", \"B\": %d, \"T\": %d, \"L\": %d, "
-                "\"C\": %d, \"NH\": %d, \"V\": %d, \"params\": %.0f, \"threads\": %d, \"steps\": %d, "
-                "\"step_ms\": %.3f, \"forward_ms\": %.3f, \"tokens_per_s\": %.1f, "
+                "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"model\": \"%s\", \"B\": %d, "
+                "\"T\": %d, \"L\": %d, \"C\": %d, \"NH\": %d, \"V\": %d, \"params\": %.0f, \"threads\": %d, "
+                "\"steps\": %d, \"step_ms\": %.3f, \"forward_ms\": %.3f, \"tokens_per_s\": %.1f, "
                 "\"flops_per_token\": \"6N + 6*L*C*T\", \"gflops\": %.2f, \"matmul_gflops\": %.2f, "
-                "\"fraction_of_matmul\": %.3f, \"peak_memory_mib\": %s}",
-                o.model.c_str(), B, T, config.n_layer, config.n_embd, config.n_head, V, n_params,
-                omp_get_max_threads(), o.steps, step, fwd, 1e3 * tokens / step, gflops, matmul, gflops / matmul,
-                mem.c_str());
+                "\"fraction_of_matmul\": %.3f, \"peak_memory_mib\": %s, \"comm_per_step\": %s}",
+                o.layout.c_str(), world.size(), o.model.c_str(), B, T, config.n_layer, config.n_embd, config.n_head,
+                V, n_params, omp_get_max_threads(), o.steps, step, fwd, 1e3 * tokens / step, gflops, matmul,
+                gflops / matmul, mem.c_str(), comm.c_str());
   return line;
 }
 

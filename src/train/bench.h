@@ -1,24 +1,28 @@
-// The benchmark of a stage (DESIGN §12; `optimus bench`): median training-step time (forward,
+// The benchmark of a stage in any layout (DESIGN §12; `optimus bench`): median training-step time (forward,
 // backward, clipping, AdamW) and forward-only time over several steps after a warm-up, tokens/s,
 // model FLOP/s by the formula (6N + 6·L·C·T) FLOPs per token, the fraction of this machine's
-// measured matrix-product rate, and the ledger's peak memory by category. One JSON line per run.
+// measured matrix-product rate (summed over the ranks, each measuring at the same time), the ledger's peak memory by category and the communication of one
+// training step per rank (calls and bytes by operation). One JSON line per run.
 #pragma once
 
 #include <string>
 
+#include "comm/world.h"
 #include "model/config.h"
 
 namespace optimus::train {
 
 struct BenchOptions {
-  std::string model = "tiny";  // a named configuration (GPTConfig::named)
+  std::string layout = "serial";  // serial, 1d or 2d (train/layouts.h)
+  std::string model = "tiny";     // a named configuration (GPTConfig::named)
   int batch = 8;
   int steps = 7;   // measured steps (the median is reported)
   int warmup = 2;  // steps run first and not measured
 };
 
-/// Runs the serial benchmark and returns its JSON line.
-std::string bench_serial(const BenchOptions& options);
+/// Runs the benchmark of options.layout on this world (collective) and returns its JSON line
+/// (rank 0's timings; memory and communication per rank, which are the same on every rank here).
+std::string bench(const BenchOptions& options, comm::World& world);
 
 /// The sgemm rate of this machine in GFLOP/s: the median of 5 products of 1024×1024 matrices.
 double measure_matmul_gflops();

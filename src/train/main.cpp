@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
     // bench
     train::BenchOptions b_opt;
     auto* bench_cmd = app.add_subcommand("bench", "time training steps of a named model; one JSON line");
+    bench_cmd->add_option("--layout", b_opt.layout, "serial, 1d or 2d")->capture_default_str();
     bench_cmd->add_option("--model", b_opt.model, "tiny or small")->capture_default_str();
     bench_cmd->add_option("--batch", b_opt.batch, "sequences per step B")->capture_default_str();
     bench_cmd->add_option("--steps", b_opt.steps, "measured steps (median reported)")->capture_default_str();
@@ -148,8 +149,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*bench_cmd) {
-      if (world.size() != 1) throw core::ConfigError("the serial benchmark runs on 1 process");
-      world.print0("%s\n", train::bench_serial(b_opt).c_str());
+      const std::string line = train::bench(b_opt, world);
+      world.print0("%s\n", line.c_str());
       return 0;
     }
     if (*sample_cmd) {
