@@ -12,6 +12,7 @@ build=${OPTIMUS_BUILD_DIR:-$root/build}
 out=${1:-$root/bench/tp1d.jsonl}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 mkdir -p "$(dirname "$out")"
+final=$out out=$out.partial   # written whole, then renamed: readers never see half a file
 : > "$out"
 cores=$(nproc)
 echo "bench: $(date -u +%Y-%m-%dT%H:%MZ) on $cores cores; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
@@ -21,9 +22,13 @@ for model in tiny small; do
   ps="1 2 4"; [[ $model == small ]] && ps="1 2"
   for p in $ps; do
     threads=$(( cores / p > 0 ? cores / p : 1 ))
-    mpiexec -np $p -x OMP_NUM_THREADS=$threads "$build/optimus" bench --layout 1d --model "$model" >> "$out"
+    # --bind-to none: OpenMPI binds each of 1 or 2 ranks to one core, which would squeeze the two
+    # OpenMP threads of p = 1 onto a single core.
+    mpiexec -np $p --bind-to none -x OMP_NUM_THREADS=$threads "$build/optimus" bench --layout 1d --model "$model" >> "$out"
   done
 done
+mv "$out" "$final"
+out=$final
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
