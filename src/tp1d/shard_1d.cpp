@@ -12,17 +12,17 @@ using model::Segment;
 using model::ShardSpec;
 
 void check_divisible(const model::GPTConfig& c, int p) {
-  auto need = [&](const char* what, const char* flag, int value) {
-    if (value % p != 0) {
-      throw core::ConfigError(std::string("the 1D layout splits ") + what + " over " + std::to_string(p) +
-                              " ranks, but " + std::to_string(value) + " is not divisible by " + std::to_string(p) +
-                              "; choose " + flag + " a multiple of " + std::to_string(p) + " or run on fewer ranks");
-    }
+  auto need = [&](const std::string& what, int value, const std::string& flag) {
+    if (value % p == 0) return;
+    const std::string n = std::to_string(value), ps = std::to_string(p);
+    throw core::ConfigError("the 1D layout splits " + what + " over " + ps + " ranks, but " + n +
+                            " is not divisible by " + ps + "; run on a number of ranks that divides " + n +
+                            (flag.empty() ? "" : ", or use a model with " + flag + " a multiple of " + ps));
   };
-  need("the heads", "--heads", c.n_head);
-  need("the embedding width", "--embd", c.n_embd);
-  need("the MLP width 4C", "--embd", c.ffn());
-  need("the vocabulary", "a vocabulary size", c.vocab_size);
+  need("the heads", c.n_head, "--heads");
+  need("the embedding width", c.n_embd, "--embd");
+  need("the MLP width 4C", c.ffn(), "--embd");
+  need("the vocabulary", c.vocab_size, "");
 }
 
 ShardSpec spec_1d(const model::ParamInfo& info, int p, int r) {
