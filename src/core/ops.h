@@ -127,6 +127,8 @@ void dropout_forward(const Context& ctx, float* out, const float* inp, const Dro
 /// dinp (n) += mask * dout / (1 - p).
 void dropout_backward(const Context& ctx, float* dinp, const float* dout, const DropoutSpec& spec);
 
+/// x (n) = 0. (Gradients accumulate, so they are zeroed before each backward pass.)
+void zero(const Context& ctx, float* x, int64_t n);
 /// x (n) *= s.
 void scale(const Context& ctx, float* x, float s, int64_t n);
 /// out (one double) = Σ x², accumulated in double. out is host memory.

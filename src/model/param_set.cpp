@@ -11,6 +11,7 @@ namespace optimus::model {
 ParamSet ParamSet::create(const GPTConfig& config, const core::Context& ctx,
                           const std::function<ShardSpec(const ParamInfo&)>& spec_of, uint32_t seed) {
   ParamSet set;
+  set.ctx = ctx;
   for (const ParamInfo& info : canonical_parameters(config)) {
     ShardSpec spec = spec_of(info);
     const core::Shape local = spec.local_shape();
@@ -36,7 +37,7 @@ ParamTensor& ParamSet::at(const std::string& name) {
 const ParamTensor& ParamSet::at(const std::string& name) const { return const_cast<ParamSet*>(this)->at(name); }
 
 void ParamSet::zero_grads() {
-  for (auto& t : tensors) std::fill(t.grad.data(), t.grad.data() + t.grad.numel(), 0.0f);
+  for (auto& t : tensors) core::zero(ctx, t.grad.data(), t.grad.numel());
 }
 
 double ParamSet::owned_grad_sum_squares(const core::Context& ctx) const {

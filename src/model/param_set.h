@@ -23,6 +23,7 @@ struct ParamTensor {
 
 struct ParamSet {
   std::vector<ParamTensor> tensors;  // canonical order
+  core::Context ctx;                 // the backend and ledger the tensors live on
 
   /// One tensor per canonical parameter of `config`, sharded by `spec_of`, allocated on the
   /// context's device and ledger (values as parameters, gradients as gradients), and initialised

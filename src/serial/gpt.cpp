@@ -71,8 +71,6 @@ core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
   return d;
 }
 
-static void zero(Buffer& b) { std::fill(b.data(), b.data() + b.numel(), 0.0f); }
-
 // ---- forward ------------------------------------------------------------------------------------
 
 float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train) {
@@ -147,15 +145,15 @@ void GPT::backward() {
   float* dwte = params_.grad("transformer.wte.weight");
 
   // Loss: the mean over N tokens, so each token's loss has gradient 1/N.
-  zero(s.d_logits);
+  core::zero(ctx_, s.d_logits.data(), s.d_logits.numel());
   core::crossentropy_backward(ctx_, s.d_logits.data(), acts_.logits.data(), acts_.ce_max.data(),
                               acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(N), N, V, 0, V);
   // LM head: d_lnf = d_logits · wte; dwte += d_logitsᵀ · lnf (the first of wte's two gradients).
-  zero(s.d_ln);
+  core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
   core::matmul_backward(ctx_, s.d_ln.data(), dwte, s.d_logits.data(), acts_.lnf.data(), wte, N, V, C, Trans::no,
                         Trans::yes);
   const float* x_last = config_.n_layer > 0 ? acts_.blocks.back().res2.data() : acts_.encoded.data();
-  zero(s.d_res);
+  core::zero(ctx_, s.d_res.data(), s.d_res.numel());
   core::layernorm_backward(ctx_, s.d_res.data(), params_.grad("transformer.ln_f.weight"),
                            params_.grad("transformer.ln_f.bias"), s.d_ln.data(), x_last,
                            params_.value("transformer.ln_f.weight"), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), N,
@@ -167,7 +165,7 @@ void GPT::backward() {
   }
 
   // Embedding: through its dropout, then scatter-add into wte (its second gradient) and wpe.
-  zero(s.d_branch);
+  core::zero(ctx_, s.d_branch.data(), s.d_branch.numel());
   core::dropout_backward(ctx_, s.d_branch.data(), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
   core::embedding_backward(ctx_, dwte, s.d_branch.data(), acts_.inputs.data(), N, C, 0, V);
   core::position_add_backward(ctx_, params_.grad("transformer.wpe.weight"), s.d_branch.data(), B, T, C);
@@ -182,15 +180,15 @@ void GPT::block_backward(int l, const float* x) {
 
   // MLP branch: res2 = res1 + drop(c_proj(gelu(c_fc(ln_2(res1))))). d_res already is dL/dres1's
   // identity part; the branch adds the rest through ln_2.
-  zero(s.d_branch);
+  core::zero(ctx_, s.d_branch.data(), s.d_branch.numel());
   core::dropout_backward(ctx_, s.d_branch.data(), s.d_res.data(), dropout_spec(l, DropoutSite::mlp_residual));
-  zero(s.d_fch_gelu);
+  core::zero(ctx_, s.d_fch_gelu.data(), s.d_fch_gelu.numel());
   core::linear_backward(ctx_, s.d_fch_gelu.data(), params_.grad(h + "mlp.c_proj.weight"),
                         params_.grad(h + "mlp.c_proj.bias"), s.d_branch.data(), a.fch_gelu.data(),
                         params_.value(h + "mlp.c_proj.weight"), N, F, C);
-  zero(s.d_fch);
+  core::zero(ctx_, s.d_fch.data(), s.d_fch.numel());
   core::gelu_backward(ctx_, s.d_fch.data(), a.fch.data(), s.d_fch_gelu.data(), int64_t{N} * F);
-  zero(s.d_ln);
+  core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
   core::linear_backward(ctx_, s.d_ln.data(), params_.grad(h + "mlp.c_fc.weight"), params_.grad(h + "mlp.c_fc.bias"),
                         s.d_fch.data(), a.ln2.data(), params_.value(h + "mlp.c_fc.weight"), N, C, F);
   core::layernorm_backward(ctx_, s.d_res.data(), params_.grad(h + "ln_2.weight"), params_.grad(h + "ln_2.bias"),
@@ -198,16 +196,16 @@ void GPT::block_backward(int l, const float* x) {
                            a.ln2_rstd.data(), N, C);
 
   // Attention branch: res1 = x + drop(c_proj(attention(c_attn(ln_1(x))))).
-  zero(s.d_branch);
+  core::zero(ctx_, s.d_branch.data(), s.d_branch.numel());
   core::dropout_backward(ctx_, s.d_branch.data(), s.d_res.data(), dropout_spec(l, DropoutSite::attn_residual));
-  zero(s.d_atty);
+  core::zero(ctx_, s.d_atty.data(), s.d_atty.numel());
   core::linear_backward(ctx_, s.d_atty.data(), params_.grad(h + "attn.c_proj.weight"),
                         params_.grad(h + "attn.c_proj.bias"), s.d_branch.data(), a.atty.data(),
                         params_.value(h + "attn.c_proj.weight"), N, C, C);
-  zero(s.d_qkv);
+  core::zero(ctx_, s.d_qkv.data(), s.d_qkv.numel());
   core::attention_backward(ctx_, s.d_qkv.data(), s.d_att.data(), s.d_atty.data(), a.qkv.data(), a.att.data(), B, T,
                            C, NH, dropout_spec(l, DropoutSite::attention_probs));
-  zero(s.d_ln);
+  core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
   core::linear_backward(ctx_, s.d_ln.data(), params_.grad(h + "attn.c_attn.weight"),
                         params_.grad(h + "attn.c_attn.bias"), s.d_qkv.data(), a.ln1.data(),
                         params_.value(h + "attn.c_attn.weight"), N, C, 3 * C);

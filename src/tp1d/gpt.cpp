@@ -83,8 +83,6 @@ core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
   return d;
 }
 
-static void zero(Buffer& b) { std::fill(b.data(), b.data() + b.numel(), 0.0f); }
-
 // ---- forward ------------------------------------------------------------------------------------
 
 float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train) {
@@ -164,16 +162,16 @@ void GPT::backward() {
   float* dwte = params_.grad("transformer.wte.weight");
 
   // Loss: my vocabulary columns' share of (softmax − onehot) / N, from the full-row statistics.
-  zero(s.d_logits);
+  core::zero(ctx_, s.d_logits.data(), s.d_logits.numel());
   core::crossentropy_backward(ctx_, s.d_logits.data(), acts_.logits.data(), acts_.ce_max.data(),
                               acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(N), N, Vp, v0, V);
   // LM head: my partial d_lnf = d_logits · wte_mine; f's backward sums the ranks' partials.
-  zero(s.d_ln);
+  core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
   core::matmul_backward(ctx_, s.d_ln.data(), dwte, s.d_logits.data(), acts_.lnf.data(), wte, N, Vp, C, Trans::no,
                         Trans::yes);
   f_backward(tp(), s.d_ln.data(), int64_t{N} * C);
   const float* x_last = config_.n_layer > 0 ? acts_.blocks.back().res2.data() : acts_.encoded.data();
-  zero(s.d_res);
+  core::zero(ctx_, s.d_res.data(), s.d_res.numel());
   core::layernorm_backward(ctx_, s.d_res.data(), params_.grad("transformer.ln_f.weight"),
                            params_.grad("transformer.ln_f.bias"), s.d_ln.data(), x_last,
                            params_.value("transformer.ln_f.weight"), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), N,
@@ -185,7 +183,7 @@ void GPT::backward() {
   }
 
   // Embedding: g's backward is the identity; scatter-add the rows of my vocabulary.
-  zero(s.d_branch);
+  core::zero(ctx_, s.d_branch.data(), s.d_branch.numel());
   core::dropout_backward(ctx_, s.d_branch.data(), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
   vocab_parallel_embedding_backward(ctx_, dwte, s.d_branch.data(), acts_.inputs.data(), N, C, v0, Vp);
   core::position_add_backward(ctx_, params_.grad("transformer.wpe.weight"), s.d_branch.data(), B, T, C);
@@ -200,15 +198,15 @@ void GPT::block_backward(int l, const float* x) {
 
   // MLP branch, backwards: dropout, the row-parallel c_proj (its g is the identity), GELU, the
   // column-parallel c_fc, whose f all-reduces the partial d_ln2 before LayerNorm's backward.
-  zero(s.d_branch);
+  core::zero(ctx_, s.d_branch.data(), s.d_branch.numel());
   core::dropout_backward(ctx_, s.d_branch.data(), s.d_res.data(), dropout_spec(l, DropoutSite::mlp_residual));
-  zero(s.d_fch_gelu);
+  core::zero(ctx_, s.d_fch_gelu.data(), s.d_fch_gelu.numel());
   row_parallel_linear_backward(ctx_, s.d_fch_gelu.data(), params_.grad(h + "mlp.c_proj.weight"),
                                params_.grad(h + "mlp.c_proj.bias"), s.d_branch.data(), a.fch_gelu.data(),
                                params_.value(h + "mlp.c_proj.weight"), N, Fp, C);
-  zero(s.d_fch);
+  core::zero(ctx_, s.d_fch.data(), s.d_fch.numel());
   core::gelu_backward(ctx_, s.d_fch.data(), a.fch.data(), s.d_fch_gelu.data(), int64_t{N} * Fp);
-  zero(s.d_ln);
+  core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
   column_parallel_linear_backward(ctx_, tp(), s.d_ln.data(), params_.grad(h + "mlp.c_fc.weight"),
                                   params_.grad(h + "mlp.c_fc.bias"), s.d_fch.data(), a.ln2.data(),
                                   params_.value(h + "mlp.c_fc.weight"), N, C, Fp);
@@ -217,16 +215,16 @@ void GPT::block_backward(int l, const float* x) {
                            a.ln2_rstd.data(), N, C);
 
   // Attention branch, backwards, the same pattern.
-  zero(s.d_branch);
+  core::zero(ctx_, s.d_branch.data(), s.d_branch.numel());
   core::dropout_backward(ctx_, s.d_branch.data(), s.d_res.data(), dropout_spec(l, DropoutSite::attn_residual));
-  zero(s.d_atty);
+  core::zero(ctx_, s.d_atty.data(), s.d_atty.numel());
   row_parallel_linear_backward(ctx_, s.d_atty.data(), params_.grad(h + "attn.c_proj.weight"),
                                params_.grad(h + "attn.c_proj.bias"), s.d_branch.data(), a.atty.data(),
                                params_.value(h + "attn.c_proj.weight"), N, Cp, C);
-  zero(s.d_qkv);
+  core::zero(ctx_, s.d_qkv.data(), s.d_qkv.numel());
   core::attention_backward(ctx_, s.d_qkv.data(), s.d_att.data(), s.d_atty.data(), a.qkv.data(), a.att.data(), B, T,
                            Cp, NHp, dropout_spec(l, DropoutSite::attention_probs));
-  zero(s.d_ln);
+  core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
   column_parallel_linear_backward(ctx_, tp(), s.d_ln.data(), params_.grad(h + "attn.c_attn.weight"),
                                   params_.grad(h + "attn.c_attn.bias"), s.d_qkv.data(), a.ln1.data(),
                                   params_.value(h + "attn.c_attn.weight"), N, C, 3 * Cp);

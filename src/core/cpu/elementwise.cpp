@@ -24,6 +24,11 @@ void residual_backward(const Context& ctx, float* da, float* db, const float* do
   }
 }
 
+void zero(const Context& ctx, float* x, int64_t n) {
+  OPTIMUS_CPU_OP(ctx);
+  std::fill(x, x + n, 0.0f);
+}
+
 void scale(const Context& ctx, float* x, float s, int64_t n) {
   OPTIMUS_CPU_OP(ctx);
 #pragma omp parallel for schedule(static)
