@@ -47,7 +47,8 @@ void save_checkpoint(const std::string& dir, const model::GPTConfig& config, con
         model::Metadata meta{{"step", std::to_string(state.step)},
                              {"adamw_step", std::to_string(opt->step())},
                              {"seed", std::to_string(state.seed)},
-                             {"layout", state.layout}};
+                             {"layout", state.layout},
+                             {"flags", state.flags}};
         model::write_safetensors((std::filesystem::path(dir) / kStateFile).string(), moments, meta);
       }
     } catch (const std::exception& e) {
@@ -99,6 +100,7 @@ TrainState load_train_state(const std::string& dir, const model::ParamSet& param
   s.step = metadata_int(f, "step");
   s.seed = static_cast<uint32_t>(std::stoul(f.metadata.count("seed") ? f.metadata.at("seed") : "0"));
   s.layout = f.metadata.count("layout") ? f.metadata.at("layout") : "";
+  s.flags = f.metadata.count("flags") ? f.metadata.at("flags") : "";
   return s;
 }
 

@@ -19,6 +19,7 @@ struct TrainState {
   int step = 0;           // steps completed; the next batch is sample_batch(..., step)
   uint32_t seed = 0;      // initialisation, dropout and data seed
   std::string layout;     // the layout that wrote it ("serial", "1d", "2d"), for information
+  std::string flags;      // the settings a bitwise continuation depends on, "batch=8 seq=128 …"
 };
 
 /// Collective over the world: gathers every shard into canonical tensors (spec_of says where each

@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
       i_model.validate();
       serial::GPT gpt(i_model, core::cpu_context(), i_seed);
       train::save_checkpoint(i_out, i_model, gpt.params(), gpt.spec_of(), world, nullptr,
-                             train::TrainState{0, i_seed, "serial"});
+                             train::TrainState{0, i_seed, "serial", ""});
       world.print0("wrote a freshly initialised model (%lld parameters) to %s\n", i_model.num_parameters(),
                    i_out.c_str());
       return 0;

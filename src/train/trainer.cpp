@@ -2,11 +2,13 @@
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "core/errors.h"
@@ -24,6 +26,32 @@ std::string checkpoint_dir(const std::string& out, int step) {
 
 namespace {
 
+// The settings that decide what a run does after any step, as "key=value" pairs. A resumed run must
+// have the same ones to continue exactly (the layout may differ: checkpoints are canonical).
+std::string continuation_flags(const TrainOptions& o) {
+  auto f = [](float x) {  // the shortest text that reads back as the same float
+    char buf[32];
+    return std::string(buf, std::to_chars(buf, buf + sizeof buf, x).ptr);
+  };
+  return "batch=" + std::to_string(o.batch) + " seq=" + std::to_string(o.model.n_positions) +
+         " steps=" + std::to_string(o.steps) + " warmup=" + std::to_string(o.warmup) + " lr=" + f(o.lr) +
+         " min-lr=" + f(o.min_lr) + " weight-decay=" + f(o.adamw.weight_decay) + " beta1=" + f(o.adamw.beta1) +
+         " beta2=" + f(o.adamw.beta2) + " grad-clip=" + f(o.grad_clip) + " dropout=" + f(o.model.dropout);
+}
+
+// The first "key=value" of `saved` that `now` does not have, as "--key value (now: other)".
+std::string first_difference(const std::string& saved, const std::string& now) {
+  std::istringstream a(saved), b(now);
+  std::string x, y;
+  while (a >> x && b >> y) {
+    if (x != y) {
+      const auto eq = x.find('='), eq_now = y.find('=');
+      return "--" + x.substr(0, eq) + " " + x.substr(eq + 1) + " (this run has " + y.substr(eq_now + 1) + ")";
+    }
+  }
+  return saved;
+}
+
 // Writes the checkpoint into a temporary folder and renames it into place, so a crash never leaves
 // a half checkpoint under a step's name; then removes all but the newest `keep` step folders.
 template <typename Model>
@@ -34,7 +62,7 @@ std::string save_step_checkpoint(const TrainOptions& o, const Model& gpt, const 
   const fs::path tmp_dir = fs::path(o.out) / (".tmp_" + final_dir.filename().string());
   if (world.rank() == 0) fs::remove_all(tmp_dir);
   save_checkpoint(tmp_dir.string(), o.model, gpt.params(), gpt.spec_of(), world, &opt,
-                  TrainState{step, o.seed, o.layout});
+                  TrainState{step, o.seed, o.layout, continuation_flags(o)});
   if (world.rank() != 0) return final_dir.string();
   fs::remove_all(final_dir);
   fs::rename(tmp_dir, final_dir);
@@ -82,6 +110,11 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
       throw core::ConfigError("the checkpoint " + o.resume + " was trained with --seed " + std::to_string(state.seed) +
                               ", but this run has --seed " + std::to_string(o.seed) + "; resume with --seed " +
                               std::to_string(state.seed));
+    }
+    if (!state.flags.empty() && state.flags != continuation_flags(o)) {
+      throw core::ConfigError("the checkpoint " + o.resume + " was trained with " +
+                              first_difference(state.flags, continuation_flags(o)) +
+                              "; resume with the flags of the run that wrote it");
     }
     start = state.step;
     world.print0("resumed from %s at step %d\n", o.resume.c_str(), start);

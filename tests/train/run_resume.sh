@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # L6 (DESIGN §10): a run saved after 3 steps and resumed continues bitwise identically to a run
 # that never stopped — weights, AdamW moments and the per-step losses (dropout on, so the masks
-# keyed by step are exercised too). Usage: run_resume.sh OPTIMUS
+# keyed by step are exercised too) — and that a resume with another learning rate is refused.
+# Usage: run_resume.sh OPTIMUS
 set -euo pipefail
 optimus=$1
 tmp=$(mktemp -d)
@@ -30,5 +31,13 @@ if diff <(losses "$tmp/straight") <(losses "$tmp/resumed"); then
   echo "identical losses of steps 4-6:"; losses "$tmp/resumed"
 else
   echo "DIFFERENT losses of steps 4-6"; status=1
+fi
+# Resuming with a setting the continuation depends on changed is refused, naming the flag.
+if msg=$("$optimus" train "${common[@]}" --lr 5e-3 --resume "$tmp/straight/step_000003" --out "$tmp/other" 2>&1); then
+  echo "DIFFERENT settings were accepted on resume"; status=1
+elif grep -q -- "--lr" <<<"$msg"; then
+  echo "refused as expected: $(grep error <<<"$msg")"
+else
+  echo "refused, but without naming --lr: $msg"; status=1
 fi
 exit $status
