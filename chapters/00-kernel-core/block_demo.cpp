@@ -99,8 +99,8 @@ int main(int argc, char** argv) {
   // Activations kept for backward; shapes as in chapter 1.
   Buffer x = filled(ledger, MC::activations, {N, C}, 8, 1.0f);  // (B*T, C) block input
   Buffer ln1(ledger, MC::activations, {N, C}), m1(ledger, MC::activations, {N}), r1(ledger, MC::activations, {N});
-  Buffer qkv(ledger, MC::activations, {N, 3 * C});                 // (B*T, 3C)
-  Buffer att(ledger, MC::activations, {B, NH, T, T});              // (B, NH, T, T)
+  Buffer qkv(ledger, MC::activations, {N, 3 * C});     // (B*T, 3C)
+  Buffer att(ledger, MC::activations, {B, NH, T, T});  // (B, NH, T, T)
   Buffer atty(ledger, MC::activations, {N, C}), proj(ledger, MC::activations, {N, C});
   Buffer res1(ledger, MC::activations, {N, C});
   Buffer ln2(ledger, MC::activations, {N, C}), m2(ledger, MC::activations, {N}), r2(ledger, MC::activations, {N});
@@ -110,43 +110,71 @@ int main(int argc, char** argv) {
   Buffer dout = filled(ledger, MC::workspace, {N, C}, 9, 1.0f);
   Buffer dres1(ledger, MC::workspace, {N, C}), dx(ledger, MC::workspace, {N, C});
   Buffer dfcp(ledger, MC::workspace, {N, C}), dgelu(ledger, MC::workspace, {N, F}), dfc(ledger, MC::workspace, {N, F});
-  Buffer dln2(ledger, MC::workspace, {N, C}), dproj(ledger, MC::workspace, {N, C}), datty(ledger, MC::workspace, {N, C});
+  Buffer dln2(ledger, MC::workspace, {N, C}), dproj(ledger, MC::workspace, {N, C}),
+      datty(ledger, MC::workspace, {N, C});
   Buffer dqkv(ledger, MC::workspace, {N, 3 * C}), datt(ledger, MC::workspace, {B, NH, T, T});
   Buffer dln1(ledger, MC::workspace, {N, C});
 
   DropoutSpec no_dropout;
   no_dropout.block.dim[0] = B, no_dropout.block.dim[1] = NH, no_dropout.block.dim[2] = int64_t{T} * T;
-  no_dropout.block.global_dim[0] = B, no_dropout.block.global_dim[1] = NH, no_dropout.block.global_dim[2] = int64_t{T} * T;
+  no_dropout.block.global_dim[0] = B, no_dropout.block.global_dim[1] = NH,
+  no_dropout.block.global_dim[2] = int64_t{T} * T;
 
   OpTimer timer;
   for (int rep = 0; rep <= repeats; ++rep) {  // rep 0 warms up and is not recorded
     OpTimer warm;
     OpTimer& use = rep == 0 ? warm : timer;
     // forward
-    use.run("fwd layernorm_1", [&] { layernorm_forward(ctx, ln1.data(), m1.data(), r1.data(), x.data(), ln1w.data(), ln1b.data(), N, C); });
-    use.run("fwd linear qkv", [&] { linear_forward(ctx, qkv.data(), ln1.data(), wqkv.data(), bqkv.data(), N, C, 3 * C); });
-    use.run("fwd attention", [&] { attention_forward(ctx, atty.data(), att.data(), qkv.data(), B, T, C, NH, no_dropout); });
-    use.run("fwd linear attn.c_proj", [&] { linear_forward(ctx, proj.data(), atty.data(), wproj.data(), bproj.data(), N, C, C); });
+    use.run("fwd layernorm_1", [&] {
+      layernorm_forward(ctx, ln1.data(), m1.data(), r1.data(), x.data(), ln1w.data(), ln1b.data(), N, C);
+    });
+    use.run("fwd linear qkv",
+            [&] { linear_forward(ctx, qkv.data(), ln1.data(), wqkv.data(), bqkv.data(), N, C, 3 * C); });
+    use.run("fwd attention",
+            [&] { attention_forward(ctx, atty.data(), att.data(), qkv.data(), B, T, C, NH, no_dropout); });
+    use.run("fwd linear attn.c_proj",
+            [&] { linear_forward(ctx, proj.data(), atty.data(), wproj.data(), bproj.data(), N, C, C); });
     use.run("fwd residual_1", [&] { residual_forward(ctx, res1.data(), x.data(), proj.data(), int64_t{N} * C); });
-    use.run("fwd layernorm_2", [&] { layernorm_forward(ctx, ln2.data(), m2.data(), r2.data(), res1.data(), ln2w.data(), ln2b.data(), N, C); });
-    use.run("fwd linear mlp.c_fc", [&] { linear_forward(ctx, fc.data(), ln2.data(), wfc.data(), bfc.data(), N, C, F); });
+    use.run("fwd layernorm_2", [&] {
+      layernorm_forward(ctx, ln2.data(), m2.data(), r2.data(), res1.data(), ln2w.data(), ln2b.data(), N, C);
+    });
+    use.run("fwd linear mlp.c_fc",
+            [&] { linear_forward(ctx, fc.data(), ln2.data(), wfc.data(), bfc.data(), N, C, F); });
     use.run("fwd gelu", [&] { gelu_forward(ctx, gelu.data(), fc.data(), int64_t{N} * F); });
-    use.run("fwd linear mlp.c_proj", [&] { linear_forward(ctx, fcp.data(), gelu.data(), wfcp.data(), bfcp.data(), N, F, C); });
+    use.run("fwd linear mlp.c_proj",
+            [&] { linear_forward(ctx, fcp.data(), gelu.data(), wfcp.data(), bfcp.data(), N, F, C); });
     use.run("fwd residual_2", [&] { residual_forward(ctx, out.data(), res1.data(), fcp.data(), int64_t{N} * C); });
     // backward (gradients accumulate, so clear the activation gradients first)
     for (Buffer* b : {&dres1, &dx, &dfcp, &dgelu, &dfc, &dln2, &dproj, &datty, &dqkv, &dln1}) {
       std::fill(b->data(), b->data() + b->numel(), 0.0f);
     }
     use.run("bwd residual_2", [&] { residual_backward(ctx, dres1.data(), dfcp.data(), dout.data(), int64_t{N} * C); });
-    use.run("bwd linear mlp.c_proj", [&] { linear_backward(ctx, dgelu.data(), dwfcp.data(), dbfcp.data(), dfcp.data(), gelu.data(), wfcp.data(), N, F, C); });
+    use.run("bwd linear mlp.c_proj", [&] {
+      linear_backward(ctx, dgelu.data(), dwfcp.data(), dbfcp.data(), dfcp.data(), gelu.data(), wfcp.data(), N, F, C);
+    });
     use.run("bwd gelu", [&] { gelu_backward(ctx, dfc.data(), fc.data(), dgelu.data(), int64_t{N} * F); });
-    use.run("bwd linear mlp.c_fc", [&] { linear_backward(ctx, dln2.data(), dwfc.data(), dbfc.data(), dfc.data(), ln2.data(), wfc.data(), N, C, F); });
-    use.run("bwd layernorm_2", [&] { layernorm_backward(ctx, dres1.data(), dln2w.data(), dln2b.data(), dln2.data(), res1.data(), ln2w.data(), m2.data(), r2.data(), N, C); });
+    use.run("bwd linear mlp.c_fc", [&] {
+      linear_backward(ctx, dln2.data(), dwfc.data(), dbfc.data(), dfc.data(), ln2.data(), wfc.data(), N, C, F);
+    });
+    use.run("bwd layernorm_2", [&] {
+      layernorm_backward(ctx, dres1.data(), dln2w.data(), dln2b.data(), dln2.data(), res1.data(), ln2w.data(),
+                         m2.data(), r2.data(), N, C);
+    });
     use.run("bwd residual_1", [&] { residual_backward(ctx, dx.data(), dproj.data(), dres1.data(), int64_t{N} * C); });
-    use.run("bwd linear attn.c_proj", [&] { linear_backward(ctx, datty.data(), dwproj.data(), dbproj.data(), dproj.data(), atty.data(), wproj.data(), N, C, C); });
-    use.run("bwd attention", [&] { attention_backward(ctx, dqkv.data(), datt.data(), datty.data(), qkv.data(), att.data(), B, T, C, NH, no_dropout); });
-    use.run("bwd linear qkv", [&] { linear_backward(ctx, dln1.data(), dwqkv.data(), dbqkv.data(), dqkv.data(), ln1.data(), wqkv.data(), N, C, 3 * C); });
-    use.run("bwd layernorm_1", [&] { layernorm_backward(ctx, dx.data(), dln1w.data(), dln1b.data(), dln1.data(), x.data(), ln1w.data(), m1.data(), r1.data(), N, C); });
+    use.run("bwd linear attn.c_proj", [&] {
+      linear_backward(ctx, datty.data(), dwproj.data(), dbproj.data(), dproj.data(), atty.data(), wproj.data(), N, C,
+                      C);
+    });
+    use.run("bwd attention", [&] {
+      attention_backward(ctx, dqkv.data(), datt.data(), datty.data(), qkv.data(), att.data(), B, T, C, NH, no_dropout);
+    });
+    use.run("bwd linear qkv", [&] {
+      linear_backward(ctx, dln1.data(), dwqkv.data(), dbqkv.data(), dqkv.data(), ln1.data(), wqkv.data(), N, C, 3 * C);
+    });
+    use.run("bwd layernorm_1", [&] {
+      layernorm_backward(ctx, dx.data(), dln1w.data(), dln1b.data(), dln1.data(), x.data(), ln1w.data(), m1.data(),
+                         r1.data(), N, C);
+    });
   }
 
   if (json) {
@@ -155,8 +183,8 @@ int main(int argc, char** argv) {
   }
   double sq = 0.0;
   sum_squares(ctx, &sq, dx.data(), int64_t{N} * C);
-  std::printf("one transformer block, forward and backward: B=%d T=%d C=%d NH=%d (median of %d repeats)\n", B, T, C,
-              NH, repeats);
+  std::printf("one transformer block, forward and backward: B=%d T=%d C=%d NH=%d (median of %d repeats)\n", B, T, C, NH,
+              repeats);
   timer.print();
   std::printf("|d input|^2 = %.6e (a checksum)\n", sq);
   std::printf("memory of this process by category (the ledger):\n%s", ledger.report().c_str());

@@ -29,15 +29,16 @@ int main(int argc, char** argv) {
   for (int step = 0; step < 150; ++step) {
     gpt.params().zero_grads();
     const float loss = gpt.forward(inputs.data(), targets.data(), /*B=*/1, T, step);  // (1, T) → mean loss
-    gpt.backward();                                   // gradients of every parameter
-    const float norm = gpt.clip_gradients(1.0f);      // global norm, clipped to 1
-    opt.update(gpt.params(), 3e-3f);                  // AdamW, weight decay on 2-D weights
+    gpt.backward();                                                                   // gradients of every parameter
+    const float norm = gpt.clip_gradients(1.0f);                                      // global norm, clipped to 1
+    opt.update(gpt.params(), 3e-3f);  // AdamW, weight decay on 2-D weights
     if (step % 25 == 0) std::printf("step %3d  loss %.4f  grad norm %.3f\n", step, loss, norm);
   }
   train::SampleOptions so;
   so.tokens = static_cast<int>(text.size()) - 12;
   so.temperature = 0.1f;  // nearly greedy: the memorised continuation
   const std::string prompt = text.substr(0, 12);
-  std::printf("prompt:     %s\ncompletion: %s%s\n", prompt.c_str(), prompt.c_str(), train::sample_text(gpt, prompt, so).c_str());
+  std::printf("prompt:     %s\ncompletion: %s%s\n", prompt.c_str(), prompt.c_str(),
+              train::sample_text(gpt, prompt, so).c_str());
   return 0;
 }

@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
 
     comm::Grid1D grid(world.comm());
     tp1d::GPT par(config, core::cpu_context(), 7, grid);  // my shards only
-    serial::GPT ser(config, core::cpu_context(), 7);       // the whole model
+    serial::GPT ser(config, core::cpu_context(), 7);      // the whole model
     par.params().zero_grads(), ser.params().zero_grads();
     const float loss_1d = par.forward(inputs.data(), targets.data(), B, T, /*step=*/0);
     const float loss_serial = ser.forward(inputs.data(), targets.data(), B, T, 0);

@@ -11,13 +11,14 @@
 namespace optimus::core::detail {
 
 [[noreturn]] inline void no_cuda_op(const char* op) {
-  throw std::runtime_error(std::string(op) + ": this op has no CUDA implementation in this build; "
+  throw std::runtime_error(std::string(op) +
+                           ": this op has no CUDA implementation in this build; "
                            "run with the CPU device");
 }
 
 }  // namespace optimus::core::detail
 
-#define OPTIMUS_CPU_OP(ctx)                                                              \
-  do {                                                                                   \
+#define OPTIMUS_CPU_OP(ctx)                                                                          \
+  do {                                                                                               \
     if ((ctx).device != ::optimus::core::Device::cpu) ::optimus::core::detail::no_cuda_op(__func__); \
   } while (0)

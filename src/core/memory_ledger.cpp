@@ -9,12 +9,18 @@ namespace optimus::core {
 
 const char* memory_category_name(MemoryCategory c) {
   switch (c) {
-    case MemoryCategory::parameters: return "parameters";
-    case MemoryCategory::gradients: return "gradients";
-    case MemoryCategory::optimizer: return "optimizer";
-    case MemoryCategory::activations: return "activations";
-    case MemoryCategory::communication: return "communication";
-    case MemoryCategory::workspace: return "workspace";
+    case MemoryCategory::parameters:
+      return "parameters";
+    case MemoryCategory::gradients:
+      return "gradients";
+    case MemoryCategory::optimizer:
+      return "optimizer";
+    case MemoryCategory::activations:
+      return "activations";
+    case MemoryCategory::communication:
+      return "communication";
+    case MemoryCategory::workspace:
+      return "workspace";
   }
   return "unknown";
 }
@@ -27,10 +33,9 @@ static std::string mib(size_t bytes) {
 
 void MemoryLedger::allocate(MemoryCategory c, size_t bytes) {
   if (budget_ != 0 && current_total_ + bytes > budget_) {
-    throw MemoryBudgetExceeded("memory budget exceeded: allocating " + mib(bytes) + " of " +
-                               memory_category_name(c) + " would bring this rank to " +
-                               mib(current_total_ + bytes) + ", over its budget of " + mib(budget_) +
-                               "; use a smaller batch or model, more ranks, or a larger budget");
+    throw MemoryBudgetExceeded("memory budget exceeded: allocating " + mib(bytes) + " of " + memory_category_name(c) +
+                               " would bring this rank to " + mib(current_total_ + bytes) + ", over its budget of " +
+                               mib(budget_) + "; use a smaller batch or model, more ranks, or a larger budget");
   }
   current_[index(c)] += bytes;
   current_total_ += bytes;

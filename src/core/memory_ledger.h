@@ -17,7 +17,7 @@ enum class MemoryCategory {
   optimizer,    // AdamW moments
   activations,  // what the forward pass keeps for the backward pass
   communication,
-  workspace,    // scratch that lives for one op or one layer
+  workspace,  // scratch that lives for one op or one layer
 };
 inline constexpr int kMemoryCategoryCount = 6;
 

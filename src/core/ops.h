@@ -27,24 +27,24 @@ enum class Trans { no, yes };
 /// c (M, N) = alpha * op(a) * op(b) + beta * c, where op(a) is (M, K) and op(b) is (K, N).
 /// a is stored (M, K) if ta == no, else (K, M); b is stored (K, N) if tb == no, else (N, K).
 /// Leading dimensions are the natural ones (contiguous matrices).
-void matmul(const Context& ctx, float* c, const float* a, const float* b, int M, int N, int K, Trans ta,
-            Trans tb, float alpha = 1.0f, float beta = 0.0f);
+void matmul(const Context& ctx, float* c, const float* a, const float* b, int M, int N, int K, Trans ta, Trans tb,
+            float alpha = 1.0f, float beta = 0.0f);
 
 /// The same with explicit leading dimensions (row strides), for blocks of larger matrices such as
 /// one head's columns of qkv.
-void matmul_strided(const Context& ctx, float* c, int ldc, const float* a, int lda, const float* b, int ldb,
-                    int M, int N, int K, Trans ta, Trans tb, float alpha = 1.0f, float beta = 0.0f);
+void matmul_strided(const Context& ctx, float* c, int ldc, const float* a, int lda, const float* b, int ldb, int M,
+                    int N, int K, Trans ta, Trans tb, float alpha = 1.0f, float beta = 0.0f);
 
 /// Backward of c = op(a) * op(b): da += dc-derived gradient of a, db += that of b (stored like a, b).
-void matmul_backward(const Context& ctx, float* da, float* db, const float* dc, const float* a, const float* b,
-                     int M, int N, int K, Trans ta, Trans tb);
+void matmul_backward(const Context& ctx, float* da, float* db, const float* dc, const float* a, const float* b, int M,
+                     int N, int K, Trans ta, Trans tb);
 
 /// A GPT-2 Conv1D linear layer: out (N, OC) = inp (N, C) * weight (C, OC) + bias (OC). bias may be null.
 void linear_forward(const Context& ctx, float* out, const float* inp, const float* weight, const float* bias, int N,
                     int C, int OC);
 /// dinp (N, C) += dout * weightᵀ; dweight (C, OC) += inpᵀ * dout; dbias (OC) += column sums of dout.
-void linear_backward(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
-                     const float* inp, const float* weight, int N, int C, int OC);
+void linear_backward(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int C, int OC);
 
 /// out (N, OC) += bias (OC) on every row. (Megatron and Optimus add some biases after a reduction.)
 void bias_add_forward(const Context& ctx, float* out, const float* bias, int N, int OC);
@@ -54,8 +54,8 @@ void bias_add_backward(const Context& ctx, float* dbias, const float* dout, int 
 // ---- LayerNorm (two-pass statistics, eps = 1e-5) ----------------------------------------------
 
 /// out (N, C) = (inp - mean) * rstd * weight + bias, per row; mean (N) and rstd (N) are kept for backward.
-void layernorm_forward(const Context& ctx, float* out, float* mean, float* rstd, const float* inp,
-                       const float* weight, const float* bias, int N, int C);
+void layernorm_forward(const Context& ctx, float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int N, int C);
 /// dinp (N, C), dweight (C), dbias (C) += gradients, given the saved mean and rstd.
 void layernorm_backward(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C);
@@ -68,14 +68,12 @@ void layernorm_partial_sqdev(const Context& ctx, float* sqdev, const float* inp,
                              int C_total);
 /// From full-row sum and sqdev: mean = sum / C_total, rstd = 1 / sqrt(sqdev / C_total + eps), and
 /// out = (inp - mean) * rstd * weight + bias on the local columns. mean may alias sum, rstd sqdev.
-void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rstd, const float* inp,
-                         const float* sum, const float* sqdev, const float* weight, const float* bias, int N, int C,
-                         int C_total);
+void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rstd, const float* inp, const float* sum,
+                         const float* sqdev, const float* weight, const float* bias, int N, int C, int C_total);
 /// With g = dout * weight and xhat = (inp - mean) * rstd: sum_g (N) = Σ_c g, sum_gx (N) = Σ_c g * xhat
 /// over the local columns.
-void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx, const float* dout,
-                                const float* inp, const float* weight, const float* mean, const float* rstd, int N,
-                                int C);
+void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx, const float* dout, const float* inp,
+                                const float* weight, const float* mean, const float* rstd, int N, int C);
 /// From full-row sum_g, sum_gx: dinp += rstd * (g - sum_g / C_total - xhat * sum_gx / C_total);
 /// dweight += Σ_n dout * xhat; dbias += Σ_n dout, on the local columns.
 void layernorm_backward_apply(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
@@ -168,8 +166,7 @@ void position_add_backward(const Context& ctx, float* dwpe, const float* dout, i
 // parallel loss all-reduces max, sum of exponentials and target logit between the pieces.
 
 /// maxes (N) = max over the local real columns (-inf if there are none).
-void crossentropy_partial_max(const Context& ctx, float* maxes, const float* logits, int N, int Vl, int v0,
-                              int V_real);
+void crossentropy_partial_max(const Context& ctx, float* maxes, const float* logits, int N, int Vl, int v0, int V_real);
 /// sumexp (N) = Σ exp(logit - maxes[n]) over the local real columns, maxes being the full-row max.
 void crossentropy_partial_sumexp(const Context& ctx, float* sumexp, const float* logits, const float* maxes, int N,
                                  int Vl, int v0, int V_real);

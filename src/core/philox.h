@@ -41,7 +41,9 @@ inline PhiloxKey init_key(uint32_t seed, uint32_t parameter_index) {
 inline PhiloxKey dropout_key(uint32_t seed, uint32_t layer, DropoutSite site) {
   return {seed, streams::kDropout + layer * 16u + static_cast<uint32_t>(site)};
 }
-inline PhiloxKey data_key(uint32_t seed) { return {seed, streams::kData}; }
+inline PhiloxKey data_key(uint32_t seed) {
+  return {seed, streams::kData};
+}
 
 /// The raw generator: four 32-bit words for counter (lo(c), hi(c), c2, c3) under key (seed, stream).
 OPTIMUS_HD inline r123::Philox4x32::ctr_type philox(PhiloxKey key, uint64_t c, uint32_t c2 = 0, uint32_t c3 = 0) {

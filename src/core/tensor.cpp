@@ -11,7 +11,9 @@
 
 namespace optimus::core {
 
-const char* device_name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
+const char* device_name(Device d) {
+  return d == Device::cpu ? "cpu" : "cuda";
+}
 
 int64_t Shape::numel() const {
   int64_t n = 1;
@@ -53,7 +55,9 @@ Buffer::Buffer(MemoryLedger& ledger, MemoryCategory category, Shape shape, Devic
   }
 }
 
-Buffer::~Buffer() { release(); }
+Buffer::~Buffer() {
+  release();
+}
 
 Buffer::Buffer(Buffer&& o) noexcept
     : data_(o.data_), shape_(std::move(o.shape_)), device_(o.device_), ledger_(o.ledger_), category_(o.category_) {

@@ -19,8 +19,10 @@ ParamSet ParamSet::create(const GPTConfig& config, const core::Context& ctx,
                   core::Buffer(*ctx.ledger, core::MemoryCategory::gradients, local, ctx.device)};
     // Each local element takes the value of its canonical element: layout-independent.
     std::vector<float> host(static_cast<size_t>(local.numel()));
-    for (int64_t k = 0; k < local.numel(); ++k) host[static_cast<size_t>(k)] = initial_value(info, seed, spec.global_index(k));
-    if (ctx.device != core::Device::cpu) throw std::runtime_error("ParamSet::create: CUDA parameters come with the CUDA backend");
+    for (int64_t k = 0; k < local.numel(); ++k)
+      host[static_cast<size_t>(k)] = initial_value(info, seed, spec.global_index(k));
+    if (ctx.device != core::Device::cpu)
+      throw std::runtime_error("ParamSet::create: CUDA parameters come with the CUDA backend");
     std::copy(host.begin(), host.end(), t.value.data());
     set.tensors.push_back(std::move(t));
   }
@@ -34,7 +36,9 @@ ParamTensor& ParamSet::at(const std::string& name) {
   throw std::out_of_range("no parameter named " + name);
 }
 
-const ParamTensor& ParamSet::at(const std::string& name) const { return const_cast<ParamSet*>(this)->at(name); }
+const ParamTensor& ParamSet::at(const std::string& name) const {
+  return const_cast<ParamSet*>(this)->at(name);
+}
 
 void ParamSet::zero_grads() {
   for (auto& t : tensors) core::zero(ctx, t.grad.data(), t.grad.numel());

@@ -47,11 +47,13 @@ std::vector<ParamInfo> canonical_parameters(const GPTConfig& cfg) {
 
 float initial_value(const ParamInfo& info, uint32_t seed, int64_t index) {
   switch (info.init) {
-    case InitRule::zeros: return 0.0f;
-    case InitRule::ones: return 1.0f;
+    case InitRule::zeros:
+      return 0.0f;
+    case InitRule::ones:
+      return 1.0f;
     case InitRule::normal:
-      return info.std * core::philox_normal(core::init_key(seed, static_cast<uint32_t>(info.index)),
-                                            static_cast<uint64_t>(index));
+      return info.std *
+             core::philox_normal(core::init_key(seed, static_cast<uint32_t>(info.index)), static_cast<uint64_t>(index));
   }
   return 0.0f;
 }

@@ -31,8 +31,8 @@ enum class ParamKind {
 };
 
 struct ParamInfo {
-  int index = 0;  // position in the canonical list; keys the Philox init stream
-  std::string name;  // e.g. "transformer.h.0.attn.c_attn.weight"
+  int index = 0;      // position in the canonical list; keys the Philox init stream
+  std::string name;   // e.g. "transformer.h.0.attn.c_attn.weight"
   core::Shape shape;  // canonical shape
   ParamKind kind = ParamKind::norm_weight;
   int layer = -1;  // block index, -1 for wte, wpe, ln_f

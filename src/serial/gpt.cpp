@@ -28,9 +28,10 @@ void GPT::ensure_buffers(int B, int T) {
   if (acts_.B == B && acts_.T == T) return;
   acts_ = Activations{};
   scratch_ = BackwardScratch{};
-  const int64_t N = int64_t{B} * T, C = config_.n_embd, F = config_.ffn(), V = config_.vocab_size,
-                NH = config_.n_head;
-  auto act = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::activations, std::move(s), ctx_.device); };
+  const int64_t N = int64_t{B} * T, C = config_.n_embd, F = config_.ffn(), V = config_.vocab_size, NH = config_.n_head;
+  auto act = [&](core::Shape s) {
+    return Buffer(*ctx_.ledger, MemoryCategory::activations, std::move(s), ctx_.device);
+  };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
   acts_.inputs.assign(static_cast<size_t>(N), 0);
@@ -146,8 +147,8 @@ void GPT::backward() {
 
   // Loss: the mean over N tokens, so each token's loss has gradient 1/N.
   core::zero(ctx_, s.d_logits.data(), s.d_logits.numel());
-  core::crossentropy_backward(ctx_, s.d_logits.data(), acts_.logits.data(), acts_.ce_max.data(),
-                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(N), N, V, 0, V);
+  core::crossentropy_backward(ctx_, s.d_logits.data(), acts_.logits.data(), acts_.ce_max.data(), acts_.ce_sumexp.data(),
+                              acts_.targets.data(), 1.0f / static_cast<float>(N), N, V, 0, V);
   // LM head: d_lnf = d_logits · wte; dwte += d_logitsᵀ · lnf (the first of wte's two gradients).
   core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
   core::matmul_backward(ctx_, s.d_ln.data(), dwte, s.d_logits.data(), acts_.lnf.data(), wte, N, V, C, Trans::no,
@@ -203,15 +204,15 @@ void GPT::block_backward(int l, const float* x) {
                         params_.grad(h + "attn.c_proj.bias"), s.d_branch.data(), a.atty.data(),
                         params_.value(h + "attn.c_proj.weight"), N, C, C);
   core::zero(ctx_, s.d_qkv.data(), s.d_qkv.numel());
-  core::attention_backward(ctx_, s.d_qkv.data(), s.d_att.data(), s.d_atty.data(), a.qkv.data(), a.att.data(), B, T,
-                           C, NH, dropout_spec(l, DropoutSite::attention_probs));
+  core::attention_backward(ctx_, s.d_qkv.data(), s.d_att.data(), s.d_atty.data(), a.qkv.data(), a.att.data(), B, T, C,
+                           NH, dropout_spec(l, DropoutSite::attention_probs));
   core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
   core::linear_backward(ctx_, s.d_ln.data(), params_.grad(h + "attn.c_attn.weight"),
                         params_.grad(h + "attn.c_attn.bias"), s.d_qkv.data(), a.ln1.data(),
                         params_.value(h + "attn.c_attn.weight"), N, C, 3 * C);
   core::layernorm_backward(ctx_, s.d_res.data(), params_.grad(h + "ln_1.weight"), params_.grad(h + "ln_1.bias"),
-                           s.d_ln.data(), x, params_.value(h + "ln_1.weight"), a.ln1_mean.data(), a.ln1_rstd.data(),
-                           N, C);
+                           s.d_ln.data(), x, params_.value(h + "ln_1.weight"), a.ln1_mean.data(), a.ln1_rstd.data(), N,
+                           C);
 }
 
 float GPT::clip_gradients(float max_norm) {

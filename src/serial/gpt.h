@@ -33,12 +33,12 @@ struct BlockActivations {
 /// Everything the forward pass keeps, for one batch shape (B, T).
 struct Activations {
   int B = 0, T = 0;
-  std::vector<int> inputs, targets;           // (B, T) token ids
-  core::Buffer encoded;                       // (N, C) wte[tok] + wpe[t], after dropout
-  std::vector<BlockActivations> blocks;       // L of them
-  core::Buffer lnf, lnf_mean, lnf_rstd;       // (N, C), (N), (N)
-  core::Buffer logits;                        // (N, V)
-  core::Buffer ce_max, ce_sumexp, losses;     // (N) each
+  std::vector<int> inputs, targets;        // (B, T) token ids
+  core::Buffer encoded;                    // (N, C) wte[tok] + wpe[t], after dropout
+  std::vector<BlockActivations> blocks;    // L of them
+  core::Buffer lnf, lnf_mean, lnf_rstd;    // (N, C), (N), (N)
+  core::Buffer logits;                     // (N, V)
+  core::Buffer ce_max, ce_sumexp, losses;  // (N) each
 };
 
 /// Scratch for the backward pass: gradients of activations, reused layer after layer.

@@ -40,7 +40,9 @@ void GPT::ensure_buffers(int B, int T) {
   scratch_ = BackwardScratch{};
   const int64_t N = int64_t{B} * T, C = config_.n_embd, Cp = C / p_, Fp = config_.ffn() / p_,
                 Vp = config_.vocab_size / p_, NHp = config_.n_head / p_;
-  auto act = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::activations, std::move(s), ctx_.device); };
+  auto act = [&](core::Shape s) {
+    return Buffer(*ctx_.ledger, MemoryCategory::activations, std::move(s), ctx_.device);
+  };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
   acts_.inputs.assign(static_cast<size_t>(N), 0);
@@ -76,7 +78,8 @@ core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
   const int64_t B = acts_.B, T = acts_.T, NH = config_.n_head, NHp = NH / p_;
   if (site == DropoutSite::attention_probs) {
     const int64_t dims[3] = {B, NHp, T * T}, offsets[3] = {0, r_ * NHp, 0}, global[3] = {B, NH, T * T};
-    for (int k = 0; k < 3; ++k) d.block.dim[k] = dims[k], d.block.offset[k] = offsets[k], d.block.global_dim[k] = global[k];
+    for (int k = 0; k < 3; ++k)
+      d.block.dim[k] = dims[k], d.block.offset[k] = offsets[k], d.block.global_dim[k] = global[k];
   } else {
     d.block = core::GlobalBlock::matrix(B * T, config_.n_embd, 0, 0, B * T, config_.n_embd);
   }
@@ -115,8 +118,7 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   f_forward();
   core::matmul(ctx_, acts_.logits.data(), acts_.lnf.data(), wte, N, Vp, C, Trans::no, Trans::yes);
   vocab_parallel_cross_entropy_forward(ctx_, tp(), acts_.losses.data(), acts_.ce_max.data(), acts_.ce_sumexp.data(),
-                                       acts_.ce_target.data(), acts_.logits.data(), acts_.targets.data(), N, Vp, v0,
-                                       V);
+                                       acts_.ce_target.data(), acts_.logits.data(), acts_.targets.data(), N, Vp, v0, V);
   double sum = 0.0;
   for (int n = 0; n < N; ++n) sum += acts_.losses.data()[n];
   return static_cast<float>(sum / N);
@@ -155,16 +157,15 @@ void GPT::block_forward(int l, const float* x) {
 // ---- backward -----------------------------------------------------------------------------------
 
 void GPT::backward() {
-  const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, V = config_.vocab_size, Vp = V / p_,
-            v0 = r_ * Vp;
+  const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, V = config_.vocab_size, Vp = V / p_, v0 = r_ * Vp;
   BackwardScratch& s = scratch_;
   float* wte = params_.value("transformer.wte.weight");
   float* dwte = params_.grad("transformer.wte.weight");
 
   // Loss: my vocabulary columns' share of (softmax − onehot) / N, from the full-row statistics.
   core::zero(ctx_, s.d_logits.data(), s.d_logits.numel());
-  core::crossentropy_backward(ctx_, s.d_logits.data(), acts_.logits.data(), acts_.ce_max.data(),
-                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(N), N, Vp, v0, V);
+  core::crossentropy_backward(ctx_, s.d_logits.data(), acts_.logits.data(), acts_.ce_max.data(), acts_.ce_sumexp.data(),
+                              acts_.targets.data(), 1.0f / static_cast<float>(N), N, Vp, v0, V);
   // LM head: my partial d_lnf = d_logits · wte_mine; f's backward sums the ranks' partials.
   core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
   core::matmul_backward(ctx_, s.d_ln.data(), dwte, s.d_logits.data(), acts_.lnf.data(), wte, N, Vp, C, Trans::no,
@@ -222,15 +223,15 @@ void GPT::block_backward(int l, const float* x) {
                                params_.grad(h + "attn.c_proj.bias"), s.d_branch.data(), a.atty.data(),
                                params_.value(h + "attn.c_proj.weight"), N, Cp, C);
   core::zero(ctx_, s.d_qkv.data(), s.d_qkv.numel());
-  core::attention_backward(ctx_, s.d_qkv.data(), s.d_att.data(), s.d_atty.data(), a.qkv.data(), a.att.data(), B, T,
-                           Cp, NHp, dropout_spec(l, DropoutSite::attention_probs));
+  core::attention_backward(ctx_, s.d_qkv.data(), s.d_att.data(), s.d_atty.data(), a.qkv.data(), a.att.data(), B, T, Cp,
+                           NHp, dropout_spec(l, DropoutSite::attention_probs));
   core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
   column_parallel_linear_backward(ctx_, tp(), s.d_ln.data(), params_.grad(h + "attn.c_attn.weight"),
                                   params_.grad(h + "attn.c_attn.bias"), s.d_qkv.data(), a.ln1.data(),
                                   params_.value(h + "attn.c_attn.weight"), N, C, 3 * Cp);
   core::layernorm_backward(ctx_, s.d_res.data(), params_.grad(h + "ln_1.weight"), params_.grad(h + "ln_1.bias"),
-                           s.d_ln.data(), x, params_.value(h + "ln_1.weight"), a.ln1_mean.data(), a.ln1_rstd.data(),
-                           N, C);
+                           s.d_ln.data(), x, params_.value(h + "ln_1.weight"), a.ln1_mean.data(), a.ln1_rstd.data(), N,
+                           C);
 }
 
 float GPT::clip_gradients(float max_norm) {

@@ -34,11 +34,11 @@ struct BlockActivations {
 
 struct Activations {
   int B = 0, T = 0;
-  std::vector<int> inputs, targets;       // (B, T) every rank holds the whole batch
-  core::Buffer encoded;                   // (N, C)
+  std::vector<int> inputs, targets;  // (B, T) every rank holds the whole batch
+  core::Buffer encoded;              // (N, C)
   std::vector<BlockActivations> blocks;
-  core::Buffer lnf, lnf_mean, lnf_rstd;   // (N, C), (N), (N)
-  core::Buffer logits;                    // (N, V/p) this rank's vocabulary columns
+  core::Buffer lnf, lnf_mean, lnf_rstd;               // (N, C), (N), (N)
+  core::Buffer logits;                                // (N, V/p) this rank's vocabulary columns
   core::Buffer ce_max, ce_sumexp, ce_target, losses;  // (N) each, full-row values after the all-reduces
 };
 

@@ -14,10 +14,14 @@ namespace optimus::tp1d {
 /// f forward: the replicated input is used as it is on every rank.
 inline void f_forward() {}
 /// f backward: every rank holds a partial gradient of the replicated input; sum them (N·C floats).
-inline void f_backward(comm::Communicator& tp, float* grad, int64_t n) { tp.all_reduce(grad, n); }
+inline void f_backward(comm::Communicator& tp, float* grad, int64_t n) {
+  tp.all_reduce(grad, n);
+}
 
 /// g forward: every rank holds a partial sum of the output; sum them so all hold the whole.
-inline void g_forward(comm::Communicator& tp, float* x, int64_t n) { tp.all_reduce(x, n); }
+inline void g_forward(comm::Communicator& tp, float* x, int64_t n) {
+  tp.all_reduce(x, n);
+}
 /// g backward: the gradient of the replicated output is already the gradient of every partial sum.
 inline void g_backward() {}
 

@@ -27,7 +27,7 @@ void check_divisible(const model::GPTConfig& c, int p) {
 
 ShardSpec spec_1d(const model::ParamInfo& info, int p, int r) {
   switch (info.kind) {
-    case ParamKind::token_embedding:  // vocab rows
+    case ParamKind::token_embedding:   // vocab rows
     case ParamKind::attn_proj_weight:  // rows of head group r
     case ParamKind::mlp_proj_weight:   // rows r of F
       return ShardSpec::block(info.shape, {p, 1}, {r, 0});

@@ -103,7 +103,7 @@ std::string bench(const BenchOptions& o, comm::World& world) {
 
   // Communication of one training step on this rank, by communicator and operation.
   std::string comm = "{";
-  const comm::CommOp ops[] = {comm::CommOp::all_reduce, comm::CommOp::broadcast, comm::CommOp::reduce,
+  const comm::CommOp ops[] = {comm::CommOp::all_reduce, comm::CommOp::broadcast,      comm::CommOp::reduce,
                               comm::CommOp::all_gather, comm::CommOp::reduce_scatter, comm::CommOp::barrier};
   const char* op_names[] = {"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "barrier"};
   for (const std::string& name : step_comm.communicators()) {
@@ -126,8 +126,8 @@ std::string bench(const BenchOptions& o, comm::World& world) {
                 "\"steps\": %d, \"step_ms\": %.3f, \"forward_ms\": %.3f, \"tokens_per_s\": %.1f, "
                 "\"flops_per_token\": \"6N + 6*L*C*T\", \"gflops\": %.2f, \"matmul_gflops\": %.2f, "
                 "\"fraction_of_matmul\": %.3f, \"peak_memory_mib\": %s, \"comm_per_step\": %s}",
-                o.layout.c_str(), world.size(), o.model.c_str(), B, T, config.n_layer, config.n_embd, config.n_head,
-                V, n_params, omp_get_max_threads(), o.steps, step, fwd, 1e3 * tokens / step, gflops, matmul,
+                o.layout.c_str(), world.size(), o.model.c_str(), B, T, config.n_layer, config.n_embd, config.n_head, V,
+                n_params, omp_get_max_threads(), o.steps, step, fwd, 1e3 * tokens / step, gflops, matmul,
                 gflops / matmul, mem.c_str(), comm.c_str());
   return line;
 }

@@ -21,8 +21,7 @@ model::GPTConfig load_checkpoint_config(const std::string& dir) {
 }
 
 void save_checkpoint(const std::string& dir, const model::GPTConfig& config, const model::ParamSet& params,
-                     const model::SpecOfRank& spec_of, comm::World& world, const AdamW* opt,
-                     const TrainState& state) {
+                     const model::SpecOfRank& spec_of, comm::World& world, const AdamW* opt, const TrainState& state) {
   // Every rank takes part in the gathers; only rank 0 holds on to the canonical tensors and writes.
   auto gather = [&](const model::ParamTensor& t, const float* data) {
     return model::gather_canonical(t, data, world.comm(), spec_of);

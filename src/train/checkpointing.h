@@ -16,20 +16,20 @@ namespace optimus::train {
 
 /// What a run needs besides weights and moments to continue exactly where it stopped.
 struct TrainState {
-  int step = 0;           // steps completed; the next batch is sample_batch(..., step)
-  uint32_t seed = 0;      // initialisation, dropout and data seed
-  std::string layout;     // the layout that wrote it ("serial", "1d", "2d"), for information
-  std::string flags;      // the settings a bitwise continuation depends on, "batch=8 seq=128 …"
+  int step = 0;        // steps completed; the next batch is sample_batch(..., step)
+  uint32_t seed = 0;   // initialisation, dropout and data seed
+  std::string layout;  // the layout that wrote it ("serial", "1d", "2d"), for information
+  std::string flags;   // the settings a bitwise continuation depends on, "batch=8 seq=128 …"
 };
 
 /// Collective over the world: gathers every shard into canonical tensors (spec_of says where each
 /// rank's shard sits) and rank 0 writes config.json, model.safetensors and (when opt is given)
 /// train_state.safetensors into dir. A failure to write on rank 0 is a ConfigError on every rank.
 void save_checkpoint(const std::string& dir, const model::GPTConfig& config, const model::ParamSet& params,
-                     const model::SpecOfRank& spec_of, comm::World& world, const AdamW* opt,
-                     const TrainState& state);
+                     const model::SpecOfRank& spec_of, comm::World& world, const AdamW* opt, const TrainState& state);
 
-/// Loads a checkpoint's model into params (each rank reads the canonical tensors and keeps its shard) (its config must equal `config`; ConfigError otherwise).
+/// Loads a checkpoint's model into params (each rank reads the canonical tensors and keeps its shard) (its config must
+/// equal `config`; ConfigError otherwise).
 void load_weights(const std::string& dir, const model::GPTConfig& config, model::ParamSet& params);
 
 /// Loads train_state.safetensors into opt and returns the state; ConfigError if it is missing or

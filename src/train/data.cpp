@@ -80,9 +80,9 @@ void require_tokens_for_training(const TokenFile& data, int T) {
 void require_tokens_for_eval(const TokenFile& data, int B, int T, int eval_batches) {
   const size_t need = static_cast<size_t>(eval_batches) * B * T + 1;
   if (data.tokens.size() < need) {
-    throw ConfigError("the data file '" + data.path + "' has " + std::to_string(data.tokens.size()) +
-                      " bytes, but " + std::to_string(eval_batches) + " evaluation batches of " + std::to_string(B) +
-                      "x" + std::to_string(T) + " need " + std::to_string(need) +
+    throw ConfigError("the data file '" + data.path + "' has " + std::to_string(data.tokens.size()) + " bytes, but " +
+                      std::to_string(eval_batches) + " evaluation batches of " + std::to_string(B) + "x" +
+                      std::to_string(T) + " need " + std::to_string(need) +
                       "; use fewer --batches, a smaller --batch or --seq, or a longer file");
   }
 }

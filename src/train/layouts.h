@@ -24,8 +24,8 @@ int with_model(const std::string& layout, const model::GPTConfig& config, uint32
   const core::Context ctx = core::cpu_context();
   if (layout == "serial") {
     if (world.size() != 1) {
-      throw core::ConfigError("the serial layout runs on 1 process, but the world has " +
-                              std::to_string(world.size()) + "; run without mpirun or choose --layout 1d or 2d");
+      throw core::ConfigError("the serial layout runs on 1 process, but the world has " + std::to_string(world.size()) +
+                              "; run without mpirun or choose --layout 1d or 2d");
     }
     serial::GPT gpt(config, ctx, seed);
     return body(gpt);

@@ -30,8 +30,8 @@ void add_model_flags(CLI::App* app, model::GPTConfig& m) {
   app->add_option("--dropout", m.dropout, "dropout probability")->capture_default_str();
 }
 
-int cmd_eval(comm::World& world, const std::string& checkpoint, const std::string& data_path, int B, int T,
-             int batches, const std::string& layout) {
+int cmd_eval(comm::World& world, const std::string& checkpoint, const std::string& data_path, int B, int T, int batches,
+             const std::string& layout) {
   model::GPTConfig config = train::load_checkpoint_config(checkpoint);
   if (T > config.n_positions) {
     throw core::ConfigError("--seq " + std::to_string(T) + " exceeds the checkpoint's n_positions " +

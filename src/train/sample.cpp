@@ -20,7 +20,8 @@ static int pick_token(const float* logits, int V, const SampleOptions& o, uint64
   std::vector<double> p(static_cast<size_t>(k));
   const double top = logits[ids[0]];
   double sum = 0.0;
-  for (int i = 0; i < k; ++i) sum += p[static_cast<size_t>(i)] = std::exp((logits[ids[static_cast<size_t>(i)]] - top) / o.temperature);
+  for (int i = 0; i < k; ++i)
+    sum += p[static_cast<size_t>(i)] = std::exp((logits[ids[static_cast<size_t>(i)]] - top) / o.temperature);
   const double u = core::philox_uniform({o.seed, core::streams::kSample}, draw_index) * sum;
   double acc = 0.0;
   for (int i = 0; i < k; ++i) {

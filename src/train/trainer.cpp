@@ -120,10 +120,11 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
     world.print0("resumed from %s at step %d\n", o.resume.c_str(), start);
   }
   MetricsFile metrics(world.rank() == 0 ? o.out + "/metrics.jsonl" : "", !o.resume.empty());
-  world.print0("training %lld parameters, layout %s on %d rank%s, on %s (%zu bytes), validating on %s (%zu bytes); "
-               "B=%d T=%d\n",
-               o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s",
-               train_data.path.c_str(), train_data.tokens.size(), val_data.path.c_str(), val_data.tokens.size(), B, T);
+  world.print0(
+      "training %lld parameters, layout %s on %d rank%s, on %s (%zu bytes), validating on %s (%zu bytes); "
+      "B=%d T=%d\n",
+      o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s", train_data.path.c_str(),
+      train_data.tokens.size(), val_data.path.c_str(), val_data.tokens.size(), B, T);
   std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
   char line[512];
   std::string last_dir;
@@ -181,19 +182,20 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
 int train(const TrainOptions& o, comm::World& world) {
   const int B = o.batch, T = o.model.n_positions;
   if (B <= 0) throw core::ConfigError("the batch size (--batch) must be positive, but is " + std::to_string(B));
-  if (o.steps <= 0) throw core::ConfigError("the number of steps (--steps) must be positive, but is " + std::to_string(o.steps));
+  if (o.steps <= 0)
+    throw core::ConfigError("the number of steps (--steps) must be positive, but is " + std::to_string(o.steps));
   o.model.validate();
 
   TokenFile train_data = TokenFile::load(o.data);
   TokenFile val_data = o.val.empty() ? train_data.split_tail(0.1) : TokenFile::load(o.val);
   require_tokens_for_training(train_data, T);
-  const int eval_batches = std::max(1, std::min<int>(o.eval_batches, static_cast<int>((val_data.tokens.size() - 1) / (static_cast<size_t>(B) * T))));
+  const int eval_batches = std::max(
+      1, std::min<int>(o.eval_batches, static_cast<int>((val_data.tokens.size() - 1) / (static_cast<size_t>(B) * T))));
   require_tokens_for_eval(val_data, B, T, eval_batches);
 
   if (world.rank() == 0) std::filesystem::create_directories(o.out);
-  return with_model(o.layout, o.model, o.seed, world, [&](auto& gpt) {
-    return run_training(o, world, gpt, train_data, val_data, eval_batches);
-  });
+  return with_model(o.layout, o.model, o.seed, world,
+                    [&](auto& gpt) { return run_training(o, world, gpt, train_data, val_data, eval_batches); });
 }
 
 }  // namespace optimus::train

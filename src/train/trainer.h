@@ -15,26 +15,26 @@
 namespace optimus::train {
 
 struct TrainOptions {
-  std::string layout = "serial";     // serial, 1d or 2d
-  std::string data;                  // training text (bytes are tokens)
-  std::string val;                   // validation text; empty: the last 10% of data
-  std::string out = "runs/latest";   // checkpoint and metrics folder
-  std::string resume;                // checkpoint folder to continue from
-  model::GPTConfig model;            // n_positions doubles as the training sequence length T
-  int batch = 8;                     // B
-  int steps = 200;                   // total optimizer steps
+  std::string layout = "serial";    // serial, 1d or 2d
+  std::string data;                 // training text (bytes are tokens)
+  std::string val;                  // validation text; empty: the last 10% of data
+  std::string out = "runs/latest";  // checkpoint and metrics folder
+  std::string resume;               // checkpoint folder to continue from
+  model::GPTConfig model;           // n_positions doubles as the training sequence length T
+  int batch = 8;                    // B
+  int steps = 200;                  // total optimizer steps
   int warmup = 20;
   float lr = 1e-3f;
   float min_lr = 1e-4f;
   AdamWOptions adamw;
-  float grad_clip = 1.0f;            // <= 0: no clipping
+  float grad_clip = 1.0f;  // <= 0: no clipping
   uint32_t seed = 1337;
   int log_interval = 1;
-  int eval_interval = 50;            // 0: only at the end
+  int eval_interval = 50;  // 0: only at the end
   int eval_batches = 8;
-  int checkpoint_interval = 0;       // 0: only at the end
-  int keep = 3;                      // keep the newest K step checkpoints (0: keep all)
-  int sample_tokens = 0;             // print a sample of this many bytes at the end
+  int checkpoint_interval = 0;  // 0: only at the end
+  int keep = 3;                 // keep the newest K step checkpoints (0: keep all)
+  int sample_tokens = 0;        // print a sample of this many bytes at the end
 };
 
 /// Runs the training described by `o` and returns the process exit code. Rank 0 prints.

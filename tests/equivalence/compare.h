@@ -33,7 +33,9 @@ inline void report_count(const std::string& what, long long measured, long long 
   }
 }
 
-inline std::vector<float> copy(const float* p, int64_t n) { return std::vector<float>(p, p + n); }
+inline std::vector<float> copy(const float* p, int64_t n) {
+  return std::vector<float>(p, p + n);
+}
 
 /// Prints "equivalence: <what> <value>" on rank 0.
 inline void report(const std::string& what, double value) {

@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "compare.h"
 #include "comm/grid.h"
+#include "compare.h"
 #include "core/ops.h"
 #include "serial/gpt.h"
 #include "tp1d/cross_entropy.h"
@@ -40,11 +40,15 @@ void make_batch(std::vector<int>& inputs, std::vector<int>& targets, int B, int 
 
 std::vector<float> ramp(int64_t n, float scale, int salt) {  // deterministic test data
   std::vector<float> x(static_cast<size_t>(n));
-  for (int64_t k = 0; k < n; ++k) x[static_cast<size_t>(k)] = scale * core::philox_normal({3u, 0x7200u + static_cast<uint32_t>(salt)}, static_cast<uint64_t>(k));
+  for (int64_t k = 0; k < n; ++k)
+    x[static_cast<size_t>(k)] =
+        scale * core::philox_normal({3u, 0x7200u + static_cast<uint32_t>(salt)}, static_cast<uint64_t>(k));
   return x;
 }
 
-std::string tag(const std::string& what) { return what + " p=" + std::to_string(mpi_test::world().size()); }
+std::string tag(const std::string& what) {
+  return what + " p=" + std::to_string(mpi_test::world().size());
+}
 
 }  // namespace
 
@@ -80,13 +84,13 @@ TEST_CASE("1D one step with dropout equals serial: loss, logits and every gradie
 
   const double loss_err = std::abs(static_cast<double>(lp) - ls) / std::abs(static_cast<double>(ls));
   report(tag("L4 loss relative error"), loss_err);
-  const auto logits = equivalence::gather_columns(world.comm(), par.activations().logits.data(), N,
-                                                  cfg.vocab_size / world.size());
+  const auto logits =
+      equivalence::gather_columns(world.comm(), par.activations().logits.data(), N, cfg.vocab_size / world.size());
   const double logit_err = rel_error(logits, copy(ser.activations().logits.data(), int64_t{N} * cfg.vocab_size));
   report(tag("L4 logits relative error"), logit_err);
-  const double grad_err = equivalence::worst_param_error(par.params(), ser.params(), world.comm(), par.spec_of(),
-                                                         [](const model::ParamTensor& t) { return t.grad.data(); },
-                                                         tag("L4 gradient relative error"));
+  const double grad_err = equivalence::worst_param_error(
+      par.params(), ser.params(), world.comm(), par.spec_of(),
+      [](const model::ParamTensor& t) { return t.grad.data(); }, tag("L4 gradient relative error"));
   const float norm_p = par.clip_gradients(0.0f), norm_s = ser.clip_gradients(0.0f);
   report(tag("L4 gradient norm relative error"), std::abs(norm_p - norm_s) / norm_s);
   MPI_REQUIRE(loss_err <= 1e-5);
@@ -117,9 +121,9 @@ TEST_CASE("1D five AdamW steps with dropout and clipping equal serial: losses an
     opt_p.update(par.params(), 3e-3f), opt_s.update(ser.params(), 3e-3f);
   }
   report(tag("L5 worst loss relative error over 5 steps"), worst_loss);
-  const double w_err = equivalence::worst_param_error(par.params(), ser.params(), world.comm(), par.spec_of(),
-                                                      [](const model::ParamTensor& t) { return t.value.data(); },
-                                                      tag("L5 weight relative error after 5 steps"));
+  const double w_err = equivalence::worst_param_error(
+      par.params(), ser.params(), world.comm(), par.spec_of(),
+      [](const model::ParamTensor& t) { return t.value.data(); }, tag("L5 weight relative error after 5 steps"));
   MPI_REQUIRE(worst_loss <= 1e-4);
   MPI_REQUIRE(w_err <= 1e-4);
 }
@@ -131,7 +135,8 @@ TEST_CASE("1D column- and row-parallel linears equal the serial linear (L2)", "[
   const auto x = ramp(int64_t{N} * C, 1.0f, 1), w = ramp(int64_t{C} * OC, 0.3f, 2), b = ramp(OC, 0.1f, 3),
              dy = ramp(int64_t{N} * OC, 1.0f, 4);
   // Serial reference: y = x·w + b and its gradients.
-  std::vector<float> y(static_cast<size_t>(N) * OC), dx(static_cast<size_t>(N) * C, 0.0f), dw(w.size(), 0.0f), db(b.size(), 0.0f);
+  std::vector<float> y(static_cast<size_t>(N) * OC), dx(static_cast<size_t>(N) * C, 0.0f), dw(w.size(), 0.0f),
+      db(b.size(), 0.0f);
   core::linear_forward(ctx, y.data(), x.data(), w.data(), b.data(), N, C, OC);
   core::linear_backward(ctx, dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), N, C, OC);
 
@@ -139,23 +144,30 @@ TEST_CASE("1D column- and row-parallel linears equal the serial linear (L2)", "[
   const int OCp = OC / p;
   auto cols = [&](const std::vector<float>& m, int rows, int width, int c0, int count) {
     std::vector<float> out;
-    for (int i = 0; i < rows; ++i) out.insert(out.end(), m.begin() + i * width + c0, m.begin() + i * width + c0 + count);
+    for (int i = 0; i < rows; ++i)
+      out.insert(out.end(), m.begin() + i * width + c0, m.begin() + i * width + c0 + count);
     return out;
   };
-  const auto w_c = cols(w, C, OC, r * OCp, OCp), b_c = cols(b, 1, OC, r * OCp, OCp), dy_c = cols(dy, N, OC, r * OCp, OCp);
-  std::vector<float> y_c(static_cast<size_t>(N) * OCp), dx_c(static_cast<size_t>(N) * C, 0.0f), dw_c(w_c.size(), 0.0f), db_c(b_c.size(), 0.0f);
+  const auto w_c = cols(w, C, OC, r * OCp, OCp), b_c = cols(b, 1, OC, r * OCp, OCp),
+             dy_c = cols(dy, N, OC, r * OCp, OCp);
+  std::vector<float> y_c(static_cast<size_t>(N) * OCp), dx_c(static_cast<size_t>(N) * C, 0.0f), dw_c(w_c.size(), 0.0f),
+      db_c(b_c.size(), 0.0f);
   tp1d::column_parallel_linear_forward(ctx, y_c.data(), x.data(), w_c.data(), b_c.data(), N, C, OCp);
-  tp1d::column_parallel_linear_backward(ctx, world.comm(), dx_c.data(), dw_c.data(), db_c.data(), dy_c.data(), x.data(), w_c.data(), N, C, OCp);
+  tp1d::column_parallel_linear_backward(ctx, world.comm(), dx_c.data(), dw_c.data(), db_c.data(), dy_c.data(), x.data(),
+                                        w_c.data(), N, C, OCp);
   const double col_y = rel_error(y_c, cols(y, N, OC, r * OCp, OCp)), col_dx = rel_error(dx_c, dx),
-               col_dw = rel_error(dw_c, cols(dw, C, OC, r * OCp, OCp)), col_db = rel_error(db_c, cols(db, 1, OC, r * OCp, OCp));
+               col_dw = rel_error(dw_c, cols(dw, C, OC, r * OCp, OCp)),
+               col_db = rel_error(db_c, cols(db, 1, OC, r * OCp, OCp));
 
   // Row-parallel: my C/p rows of w, my C/p columns of x; the bias whole.
   const int Cp = C / p;
   const auto x_r = cols(x, N, C, r * Cp, Cp);
   const std::vector<float> w_r(w.begin() + r * Cp * OC, w.begin() + (r + 1) * Cp * OC);
-  std::vector<float> y_r(static_cast<size_t>(N) * OC), dx_r(x_r.size(), 0.0f), dw_r(w_r.size(), 0.0f), db_r(b.size(), 0.0f);
+  std::vector<float> y_r(static_cast<size_t>(N) * OC), dx_r(x_r.size(), 0.0f), dw_r(w_r.size(), 0.0f),
+      db_r(b.size(), 0.0f);
   tp1d::row_parallel_linear_forward(ctx, world.comm(), y_r.data(), x_r.data(), w_r.data(), b.data(), N, Cp, OC);
-  tp1d::row_parallel_linear_backward(ctx, dx_r.data(), dw_r.data(), db_r.data(), dy.data(), x_r.data(), w_r.data(), N, Cp, OC);
+  tp1d::row_parallel_linear_backward(ctx, dx_r.data(), dw_r.data(), db_r.data(), dy.data(), x_r.data(), w_r.data(), N,
+                                     Cp, OC);
   const double row_y = rel_error(y_r, y), row_dx = rel_error(dx_r, cols(dx, N, C, r * Cp, Cp)),
                row_dw = rel_error(dw_r, std::vector<float>(dw.begin() + r * Cp * OC, dw.begin() + (r + 1) * Cp * OC)),
                row_db = rel_error(db_r, db);
@@ -179,19 +191,24 @@ TEST_CASE("1D vocab-parallel embedding and cross-entropy equal the serial ones (
   std::vector<float> e_p(e.size()), dwte_p(wte_p.size(), 0.0f);
   tp1d::vocab_parallel_embedding_forward(ctx, world.comm(), e_p.data(), tokens.data(), wte_p.data(), N, C, v0, Vp);
   tp1d::vocab_parallel_embedding_backward(ctx, dwte_p.data(), dout.data(), tokens.data(), N, C, v0, Vp);
-  const double emb = std::max(rel_error(e_p, e), rel_error(dwte_p, std::vector<float>(dwte.begin() + v0 * C, dwte.begin() + (v0 + Vp) * C)));
+  const double emb = std::max(
+      rel_error(e_p, e), rel_error(dwte_p, std::vector<float>(dwte.begin() + v0 * C, dwte.begin() + (v0 + Vp) * C)));
   report(tag("L2 vocab-parallel embedding: worst of out, dwte"), emb);
 
   const auto logits = ramp(int64_t{N} * V, 2.0f, 7);
   std::vector<float> losses(N), mx(N), se(N), dlog(logits.size(), 0.0f);
   core::crossentropy_forward(ctx, losses.data(), mx.data(), se.data(), logits.data(), tokens.data(), N, V, V);
-  core::crossentropy_backward(ctx, dlog.data(), logits.data(), mx.data(), se.data(), tokens.data(), 1.0f / N, N, V, 0, V);
+  core::crossentropy_backward(ctx, dlog.data(), logits.data(), mx.data(), se.data(), tokens.data(), 1.0f / N, N, V, 0,
+                              V);
   std::vector<float> lp;
   for (int n = 0; n < N; ++n) lp.insert(lp.end(), logits.begin() + n * V + v0, logits.begin() + n * V + v0 + Vp);
   std::vector<float> losses_p(N), mx_p(N), se_p(N), tl_p(N), dlog_p(lp.size(), 0.0f), dlog_ref;
-  tp1d::vocab_parallel_cross_entropy_forward(ctx, world.comm(), losses_p.data(), mx_p.data(), se_p.data(), tl_p.data(), lp.data(), tokens.data(), N, Vp, v0, V);
-  core::crossentropy_backward(ctx, dlog_p.data(), lp.data(), mx_p.data(), se_p.data(), tokens.data(), 1.0f / N, N, Vp, v0, V);
-  for (int n = 0; n < N; ++n) dlog_ref.insert(dlog_ref.end(), dlog.begin() + n * V + v0, dlog.begin() + n * V + v0 + Vp);
+  tp1d::vocab_parallel_cross_entropy_forward(ctx, world.comm(), losses_p.data(), mx_p.data(), se_p.data(), tl_p.data(),
+                                             lp.data(), tokens.data(), N, Vp, v0, V);
+  core::crossentropy_backward(ctx, dlog_p.data(), lp.data(), mx_p.data(), se_p.data(), tokens.data(), 1.0f / N, N, Vp,
+                              v0, V);
+  for (int n = 0; n < N; ++n)
+    dlog_ref.insert(dlog_ref.end(), dlog.begin() + n * V + v0, dlog.begin() + n * V + v0 + Vp);
   const double ce = std::max(rel_error(losses_p, losses), rel_error(dlog_p, dlog_ref));
   report(tag("L2 vocab-parallel cross-entropy: worst of losses, dlogits"), ce);
   MPI_REQUIRE(emb <= 1e-5);

@@ -50,8 +50,8 @@ int main(int argc, char** argv) {
     std::vector<float> losses;
     losses.push_back(gpt.forward(inputs.data(), targets.data(), B, T, 0));
     gpt.backward();
-    tensors.push_back(model::SafeTensor::from_floats("logits", {int64_t{B} * T, config.vocab_size},
-                                                     gpt.activations().logits.data()));
+    tensors.push_back(
+        model::SafeTensor::from_floats("logits", {int64_t{B} * T, config.vocab_size}, gpt.activations().logits.data()));
     tensors.push_back(model::SafeTensor::from_floats("loss", {1}, losses.data()));
     for (const auto& t : gpt.params().tensors) {
       tensors.push_back(model::SafeTensor::from_floats("grad." + t.info.name, t.info.shape, t.grad.data()));

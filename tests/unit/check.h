@@ -25,12 +25,15 @@ inline std::vector<int> random_ints(int64_t n, int hi, uint32_t salt) {
   std::vector<int> x(static_cast<size_t>(n));
   const core::PhiloxKey key{12345u, 0x71000000u + salt};
   for (int64_t k = 0; k < n; ++k) {
-    x[static_cast<size_t>(k)] = static_cast<int>(core::philox(key, static_cast<uint64_t>(k)).v[0] % static_cast<uint32_t>(hi));
+    x[static_cast<size_t>(k)] =
+        static_cast<int>(core::philox(key, static_cast<uint64_t>(k)).v[0] % static_cast<uint32_t>(hi));
   }
   return x;
 }
 
-inline std::vector<double> to_double(const std::vector<float>& x) { return {x.begin(), x.end()}; }
+inline std::vector<double> to_double(const std::vector<float>& x) {
+  return {x.begin(), x.end()};
+}
 
 /// ‖a − b‖ / ‖b‖ over the whole tensor (b is the reference). 0 when both are zero.
 template <typename A, typename B>

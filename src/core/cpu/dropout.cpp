@@ -8,7 +8,9 @@
 
 namespace optimus::core {
 
-GlobalBlock GlobalBlock::whole(int64_t n) { return matrix(n, 1, 0, 0, n, 1); }
+GlobalBlock GlobalBlock::whole(int64_t n) {
+  return matrix(n, 1, 0, 0, n, 1);
+}
 
 GlobalBlock GlobalBlock::matrix(int64_t rows, int64_t cols, int64_t row0, int64_t col0, int64_t total_rows,
                                 int64_t total_cols) {
@@ -54,8 +56,8 @@ void dropout_backward(const Context& ctx, float* dinp, const float* dout, const 
   const float keep_scale = spec.p == 0.0f ? 1.0f : 1.0f / (1.0f - spec.p);
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < n; ++k) {
-    const bool keep = spec.p == 0.0f ||
-                      dropout_keep(spec.key, static_cast<uint64_t>(spec.block.global_index(k)), spec.step, spec.p);
+    const bool keep =
+        spec.p == 0.0f || dropout_keep(spec.key, static_cast<uint64_t>(spec.block.global_index(k)), spec.step, spec.p);
     if (keep) dinp[k] += dout[k] * keep_scale;
   }
 }

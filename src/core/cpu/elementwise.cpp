@@ -1,5 +1,6 @@
-// Elementwise ops on the CPU (DESIGN §9): the residual add, scaling, and the sum of squares that gradient-norm clipping needs. Plain OpenMP loops; the
-// sum of squares is accumulated in double, in a fixed order that does not depend on thread count.
+// Elementwise ops on the CPU (DESIGN §9): the residual add, scaling, and the sum of squares that gradient-norm clipping
+// needs. Plain OpenMP loops; the sum of squares is accumulated in double, in a fixed order that does not depend on
+// thread count.
 #include <algorithm>
 #include <cmath>
 #include <vector>

@@ -11,7 +11,9 @@
 
 namespace optimus::core {
 
-bool cuda_backend_built() { return true; }
+bool cuda_backend_built() {
+  return true;
+}
 
 int cuda_device_count() {
   int n = 0;
@@ -55,6 +57,8 @@ void* device_alloc_zeroed(size_t bytes) {
   return p;
 }
 
-void device_free(void* p) noexcept { cudaFree(p); }
+void device_free(void* p) noexcept {
+  cudaFree(p);
+}
 
 }  // namespace optimus::core

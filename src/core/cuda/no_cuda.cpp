@@ -7,8 +7,12 @@
 
 namespace optimus::core {
 
-bool cuda_backend_built() { return false; }
-int cuda_device_count() { return 0; }
+bool cuda_backend_built() {
+  return false;
+}
+int cuda_device_count() {
+  return 0;
+}
 std::string cuda_device_report() {
   return "no GPU: this build has no CUDA backend (configured with OPTIMUS_CUDA=OFF or no CUDA toolkit found)";
 }
