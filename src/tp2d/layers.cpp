@@ -1,0 +1,91 @@
+// Optimus's 2D layers: core ops, SUMMA, and the row or column collective between the pieces.
+#include "tp2d/layers.h"
+
+#include "core/ops.h"
+#include "core/tensor.h"
+#include "tp2d/summa.h"
+
+namespace optimus::tp2d {
+
+namespace {
+
+core::Buffer comm_buffer(const core::Context& ctx, int64_t rows, int64_t cols) {
+  return core::Buffer(*ctx.ledger, core::MemoryCategory::communication, {rows, cols}, ctx.device);
+}
+
+}  // namespace
+
+// ---- LayerNorm ----------------------------------------------------------------------------------
+
+void layernorm_2d_forward(const core::Context& ctx, const comm::Grid2D& grid, float* out, float* mean, float* rstd,
+                          const float* inp, const float* weight, const float* bias, int N, int C) {
+  const int Nb = N / grid.q(), Cb = C / grid.q();
+  core::layernorm_partial_sum(ctx, mean, inp, Nb, Cb);
+  grid.row_comm().all_reduce(mean, Nb);  // the row sum over all C columns
+  core::layernorm_partial_sqdev(ctx, rstd, inp, mean, Nb, Cb, C);
+  grid.row_comm().all_reduce(rstd, Nb);  // Σ (x − mean)² over all C columns
+  core::layernorm_normalize(ctx, out, mean, rstd, inp, mean, rstd, weight, bias, Nb, Cb, C);
+}
+
+void layernorm_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, float* dinp, float* dweight,
+                           float* dbias, const float* dout, const float* inp, const float* weight, const float* mean,
+                           const float* rstd, int N, int C) {
+  const int Nb = N / grid.q(), Cb = C / grid.q();
+  core::Buffer sums = comm_buffer(ctx, 2, Nb);  // (2, N/q): Σ g, then Σ g·x̂
+  float* sum_g = sums.data();
+  float* sum_gx = sums.data() + Nb;
+  core::layernorm_backward_partial(ctx, sum_g, sum_gx, dout, inp, weight, mean, rstd, Nb, Cb);
+  grid.row_comm().all_reduce(sums.data(), 2 * int64_t{Nb});  // both sums over all C columns, one call
+  core::layernorm_backward_apply(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, sum_g, sum_gx, Nb, Cb, C);
+}
+
+// ---- linear -------------------------------------------------------------------------------------
+
+void linear_2d_forward(const core::Context& ctx, const comm::Grid2D& grid, float* out, const float* inp, const float* w,
+                       const float* b, int N, int C, int OC) {
+  summa_ab(ctx, grid, out, inp, w, N, OC, C);  // (N, OC) = (N, C)·(C, OC)
+  if (b != nullptr) core::bias_add_forward(ctx, out, b, N / grid.q(), OC / grid.q());
+}
+
+void linear_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, float* dinp, float* dw, float* db,
+                        const float* dout, const float* inp, const float* w, int N, int C, int OC) {
+  if (db != nullptr) core::bias_add_backward(ctx, db, dout, N / grid.q(), OC / grid.q());  // my rows' share
+  summa_ab_backward(ctx, grid, dinp, dw, dout, inp, w, N, OC, C);
+}
+
+// ---- embedding ----------------------------------------------------------------------------------
+
+void embedding_2d_forward(const core::Context& ctx, const comm::Grid2D& grid, float* out, const int* tokens,
+                          const float* wte, int N, int C, int V) {
+  const int q = grid.q(), Nb = N / q, Cb = C / q, Vb = V / q;
+  core::Buffer all_rows = comm_buffer(ctx, N, Cb);  // (N, C/q): every token, my vocabulary block only
+  core::embedding_forward(ctx, all_rows.data(), tokens, wte, N, Cb, grid.i() * Vb, Vb);
+  // Sequences are contiguous rows, so batch block k is rows [k·N/q, (k+1)·N/q): block k of the
+  // reduce-scatter goes to row k of the grid.
+  grid.col_comm().reduce_scatter(out, all_rows.data(), int64_t{Nb} * Cb);
+}
+
+void embedding_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, float* dwte, const float* dout,
+                           const int* tokens, int N, int C, int V) {
+  const int q = grid.q(), Nb = N / q, Cb = C / q, Vb = V / q;
+  core::Buffer all_rows = comm_buffer(ctx, N, Cb);  // (N, C/q): the gradient of every row of column j
+  grid.col_comm().all_gather(all_rows.data(), dout, int64_t{Nb} * Cb);
+  core::embedding_backward(ctx, dwte, all_rows.data(), tokens, N, Cb, grid.i() * Vb, Vb);
+}
+
+// ---- cross-entropy ------------------------------------------------------------------------------
+
+void vocab_parallel_cross_entropy_2d(const core::Context& ctx, const comm::Grid2D& grid, float* losses, float* maxes,
+                                     float* sumexp, float* target_logit, const float* logits, const int* targets, int N,
+                                     int V, int V_real) {
+  const int Nb = N / grid.q(), Vb = V / grid.q(), v0 = grid.j() * Vb;
+  core::crossentropy_partial_max(ctx, maxes, logits, Nb, Vb, v0, V_real);
+  grid.row_comm().all_reduce(maxes, Nb, comm::ReduceOp::max);  // the row max over the whole vocabulary
+  core::crossentropy_partial_sumexp(ctx, sumexp, logits, maxes, Nb, Vb, v0, V_real);
+  grid.row_comm().all_reduce(sumexp, Nb);  // Σ exp(logit − max) over the whole vocabulary
+  core::crossentropy_partial_target(ctx, target_logit, logits, targets, Nb, Vb, v0);
+  grid.row_comm().all_reduce(target_logit, Nb);  // only the column holding the target contributes
+  core::crossentropy_losses(ctx, losses, maxes, sumexp, target_logit, Nb);
+}
+
+}  // namespace optimus::tp2d

@@ -1,0 +1,70 @@
+// 2D shard specs.
+#include "tp2d/shard_2d.h"
+
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+
+namespace optimus::tp2d {
+
+using model::ParamKind;
+using model::Segment;
+using model::ShardSpec;
+
+void check_divisible_2d(const model::GPTConfig& c, int q) {
+  auto need = [&](const std::string& what, int value, const std::string& flag) {
+    if (value % q == 0) return;
+    const std::string n = std::to_string(value), qs = std::to_string(q);
+    throw core::ConfigError("the 2D layout splits " + what + " over a grid side of q = " + qs + ", but " + n +
+                            " is not divisible by " + qs + "; run on q×q ranks with q dividing " + n +
+                            (flag.empty() ? "" : ", or use a model with " + flag + " a multiple of " + qs));
+  };
+  need("the heads", c.n_head, "--heads");
+  need("the embedding width", c.n_embd, "--embd");
+  need("the MLP width 4C", c.ffn(), "--embd");
+  need("the vocabulary", c.vocab_size, "");
+}
+
+ShardSpec spec_2d(const model::ParamInfo& info, int q, int i, int j) {
+  switch (info.kind) {
+    case ParamKind::token_embedding:   // (vocab block i, C block j)
+    case ParamKind::attn_proj_weight:  // (C block i, C block j)
+    case ParamKind::mlp_fc_weight:     // (C block i, F block j)
+    case ParamKind::mlp_proj_weight:   // (F block i, C block j)
+      return ShardSpec::block(info.shape, {q, q}, {i, j});
+    case ParamKind::attn_qkv_weight:
+    case ParamKind::attn_qkv_bias: {
+      // Columns: head group j's Q columns, then its K columns, then its V columns.
+      const int64_t width = info.shape[info.shape.rank() - 1] / 3;  // C
+      const int64_t group = width / q;
+      std::vector<Segment> cols;
+      for (int part = 0; part < 3; ++part) cols.push_back({part * width + j * group, group});
+      ShardSpec s = ShardSpec::whole(info.shape);
+      s.dims.back() = cols;
+      if (info.kind == ParamKind::attn_qkv_weight) {
+        const int64_t rows = info.shape[0] / q;  // rows: C block i
+        s.dims.front() = {Segment{i * rows, rows}};
+      } else {
+        s.owner = i == 0;  // replicated down column j
+      }
+      return s;
+    }
+    case ParamKind::position_embedding:  // (T, C): C block j
+    case ParamKind::norm_weight:
+    case ParamKind::norm_bias:
+    case ParamKind::attn_proj_bias:
+    case ParamKind::mlp_fc_bias:  // F block j
+    case ParamKind::mlp_proj_bias: {
+      // The last dimension's block j, replicated down column j; row 0 counts it.
+      std::vector<int64_t> parts(static_cast<size_t>(info.shape.rank()), 1), index(parts.size(), 0);
+      parts.back() = q, index.back() = j;
+      ShardSpec s = ShardSpec::block(info.shape, parts, index);
+      s.owner = i == 0;
+      return s;
+    }
+  }
+  return ShardSpec::whole(info.shape);
+}
+
+}  // namespace optimus::tp2d

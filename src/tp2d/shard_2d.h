@@ -1,0 +1,20 @@
+// How Optimus 2D holds each canonical tensor (DESIGN §6, the 2D column): rank (i, j) of the q×q
+// grid holds block (i, j) of wte (vocabulary block i, C block j) and of the three square-ish
+// weights; of c_attn.weight, the rows of C block i and head group j's Q, K and V columns; the 1-D
+// parameters (and wpe) are column j's slice, replicated down column j and owned by row i = 0.
+#pragma once
+
+#include "model/config.h"
+#include "model/params.h"
+#include "model/shard.h"
+
+namespace optimus::tp2d {
+
+/// Throws core::ConfigError unless q divides NH, C, F and V (identically on every rank). That q
+/// divides the batch B is checked where the batch is known (the 2D model).
+void check_divisible_2d(const model::GPTConfig& config, int q);
+
+/// The shard of `info` that rank (i, j) of the q×q grid holds.
+model::ShardSpec spec_2d(const model::ParamInfo& info, int q, int i, int j);
+
+}  // namespace optimus::tp2d

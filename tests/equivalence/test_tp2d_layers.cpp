@@ -1,0 +1,233 @@
+// Optimus's 2D layers against the serial ops (chapter 3, DESIGN §10 L2), and its shard specs
+// against serial initialisation (L3), on a q×q world. Every rank computes the serial result on the
+// full tensors (they are small) and compares its own block; 1-D parameter gradients, of which a
+// layer adds only its rows' share, are summed down the column here, as the model will do once per
+// step. Shapes: N = 8q rows (B = 2q sequences of T = 4), C = 6q, OC = 10q, V = 8q.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "comm/grid.h"
+#include "compare.h"
+#include "core/errors.h"
+#include "core/ops.h"
+#include "model/gather.h"
+#include "model/param_set.h"
+#include "tp2d/layers.h"
+#include "tp2d/shard_2d.h"
+
+using namespace optimus;
+using equivalence::rel_error;
+using equivalence::report;
+
+namespace {
+
+std::vector<float> normal(int64_t n, float scale, int salt) {  // the same full tensor on every rank
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) {
+    x[static_cast<size_t>(k)] =
+        scale * core::philox_normal({7u, 0x2d00u + static_cast<uint32_t>(salt)}, static_cast<uint64_t>(k));
+  }
+  return x;
+}
+
+// Block (i, j) of a (rows, cols) matrix cut q×q: (rows/q, cols/q), contiguous.
+std::vector<float> block(const std::vector<float>& full, int rows, int cols, const comm::Grid2D& g) {
+  const int rb = rows / g.q(), cb = cols / g.q();
+  std::vector<float> b(static_cast<size_t>(rb) * cb);
+  for (int r = 0; r < rb; ++r) {
+    const auto* src = full.data() + static_cast<size_t>(g.i() * rb + r) * cols + g.j() * cb;
+    std::copy(src, src + cb, b.data() + static_cast<size_t>(r) * cb);
+  }
+  return b;
+}
+
+// Part k of q of a vector (my rows: k = i; my columns: k = j).
+template <typename T>
+std::vector<T> part(const std::vector<T>& full, int q, int k) {
+  const size_t n = full.size() / static_cast<size_t>(q);
+  return std::vector<T>(full.begin() + static_cast<std::ptrdiff_t>(k * n),
+                        full.begin() + static_cast<std::ptrdiff_t>((k + 1) * n));
+}
+
+// A 1-D parameter gradient's shares summed down the column (the model's once-per-step bucket).
+std::vector<float> column_sum(const comm::Grid2D& g, std::vector<float> share) {
+  g.col_comm().all_reduce(share.data(), static_cast<int64_t>(share.size()));
+  return share;
+}
+
+// The largest of every rank's error, for the report line.
+double worst_over_ranks(double e) {
+  mpi_test::world().comm().all_reduce(&e, 1, comm::ReduceOp::max);
+  return e;
+}
+
+// Reports one comparison under "2D <what> q=<q>" and returns this rank's error.
+double check(const comm::Grid2D& g, const std::string& what, const std::vector<float>& got,
+             const std::vector<float>& want) {
+  const double e = rel_error(got, want);
+  report("L2 2D " + what + " q=" + std::to_string(g.q()), worst_over_ranks(e));
+  return e;
+}
+
+struct Sizes {
+  int q, N, C, OC, V, Nb, Cb;
+  explicit Sizes(int q_) : q(q_), N(8 * q_), C(6 * q_), OC(10 * q_), V(8 * q_), Nb(N / q_), Cb(C / q_) {}
+};
+
+}  // namespace
+
+TEST_CASE("2D LayerNorm equals serial LayerNorm: out, mean, rstd, dinp, dweight, dbias", "[tp2d_layers]") {
+  comm::Grid2D g(mpi_test::world().comm());
+  const auto ctx = core::cpu_context();
+  const Sizes s(g.q());
+  const int N = s.N, C = s.C;
+  const auto inp = normal(int64_t{N} * C, 2.0f, 1), w = normal(C, 1.0f, 2), b = normal(C, 1.0f, 3);
+  const auto dout = normal(int64_t{N} * C, 1.0f, 4);
+  std::vector<float> out(inp.size()), mean(N), rstd(N), dinp(inp.size(), 0.0f), dw(C, 0.0f), db(C, 0.0f);
+  core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C);
+  core::layernorm_backward(ctx, dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), mean.data(),
+                           rstd.data(), N, C);
+
+  const auto inp_b = block(inp, N, C, g), dout_b = block(dout, N, C, g);
+  const auto w_j = part(w, s.q, g.j()), b_j = part(b, s.q, g.j());
+  std::vector<float> out_b(inp_b.size()), mean_b(s.Nb), rstd_b(s.Nb), dinp_b(inp_b.size(), 0.0f);
+  std::vector<float> dw_j(s.Cb, 0.0f), db_j(s.Cb, 0.0f);
+  tp2d::layernorm_2d_forward(ctx, g, out_b.data(), mean_b.data(), rstd_b.data(), inp_b.data(), w_j.data(), b_j.data(),
+                             N, C);
+  tp2d::layernorm_2d_backward(ctx, g, dinp_b.data(), dw_j.data(), db_j.data(), dout_b.data(), inp_b.data(), w_j.data(),
+                              mean_b.data(), rstd_b.data(), N, C);
+
+  const double e = std::max({check(g, "LayerNorm out", out_b, block(out, N, C, g)),
+                             check(g, "LayerNorm mean", mean_b, part(mean, s.q, g.i())),
+                             check(g, "LayerNorm rstd", rstd_b, part(rstd, s.q, g.i())),
+                             check(g, "LayerNorm dinp", dinp_b, block(dinp, N, C, g)),
+                             check(g, "LayerNorm dweight (column-summed)", column_sum(g, dw_j), part(dw, s.q, g.j())),
+                             check(g, "LayerNorm dbias (column-summed)", column_sum(g, db_j), part(db, s.q, g.j()))});
+  MPI_REQUIRE(e <= 1e-5);
+}
+
+TEST_CASE("2D linear equals the serial linear: out, dinp, dW, dbias", "[tp2d_layers]") {
+  comm::Grid2D g(mpi_test::world().comm());
+  const auto ctx = core::cpu_context();
+  const Sizes s(g.q());
+  const int N = s.N, C = s.C, OC = s.OC;
+  const auto inp = normal(int64_t{N} * C, 1.0f, 5), w = normal(int64_t{C} * OC, 0.5f, 6), b = normal(OC, 1.0f, 7);
+  const auto dout = normal(int64_t{N} * OC, 1.0f, 8);
+  std::vector<float> out(static_cast<size_t>(N) * OC), dinp(inp.size(), 0.0f), dw(w.size(), 0.0f), db(OC, 0.0f);
+  core::linear_forward(ctx, out.data(), inp.data(), w.data(), b.data(), N, C, OC);
+  core::linear_backward(ctx, dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, C, OC);
+
+  const auto inp_b = block(inp, N, C, g), w_b = block(w, C, OC, g), dout_b = block(dout, N, OC, g);
+  const auto b_j = part(b, s.q, g.j());
+  std::vector<float> out_b(static_cast<size_t>(N / s.q) * (OC / s.q), -1.0f);  // garbage: forward overwrites
+  std::vector<float> dinp_b(inp_b.size(), 0.0f), dw_b(w_b.size(), 0.0f), db_j(b_j.size(), 0.0f);
+  tp2d::linear_2d_forward(ctx, g, out_b.data(), inp_b.data(), w_b.data(), b_j.data(), N, C, OC);
+  tp2d::linear_2d_backward(ctx, g, dinp_b.data(), dw_b.data(), db_j.data(), dout_b.data(), inp_b.data(), w_b.data(), N,
+                           C, OC);
+
+  const double e =
+      std::max({check(g, "linear out", out_b, block(out, N, OC, g)),
+                check(g, "linear dinp", dinp_b, block(dinp, N, C, g)), check(g, "linear dW", dw_b, block(dw, C, OC, g)),
+                check(g, "linear dbias (column-summed)", column_sum(g, db_j), part(db, s.q, g.j()))});
+  MPI_REQUIRE(e <= 1e-5);
+}
+
+TEST_CASE("2D embedding equals the serial embedding: out and dwte, with the stated communication", "[tp2d_layers]") {
+  comm::Grid2D g(mpi_test::world().comm());
+  const auto ctx = core::cpu_context();
+  const Sizes s(g.q());
+  const int N = s.N, C = s.C, V = s.V;
+  std::vector<int> tokens(static_cast<size_t>(N));
+  for (int n = 0; n < N; ++n) tokens[static_cast<size_t>(n)] = (n * 7 + 3) % V;
+  const auto wte = normal(int64_t{V} * C, 0.5f, 9), dout = normal(int64_t{N} * C, 1.0f, 10);
+  std::vector<float> out(static_cast<size_t>(N) * C), dwte(wte.size(), 0.0f);
+  core::embedding_forward(ctx, out.data(), tokens.data(), wte.data(), N, C, 0, V);
+  core::embedding_backward(ctx, dwte.data(), dout.data(), tokens.data(), N, C, 0, V);
+
+  const auto wte_b = block(wte, V, C, g), dout_b = block(dout, N, C, g);
+  std::vector<float> out_b(static_cast<size_t>(s.Nb) * s.Cb), dwte_b(wte_b.size(), 0.0f);
+  auto& ledger = g.col_comm().ledger();
+  const auto before = ledger.snapshot();
+  tp2d::embedding_2d_forward(ctx, g, out_b.data(), tokens.data(), wte_b.data(), N, C, V);
+  tp2d::embedding_2d_backward(ctx, g, dwte_b.data(), dout_b.data(), tokens.data(), N, C, V);
+  const auto sent = ledger.since(before);
+
+  const double e = std::max({check(g, "embedding out", out_b, block(out, N, C, g)),
+                             check(g, "embedding dwte (my block)", dwte_b, block(dwte, V, C, g))});
+  MPI_REQUIRE(e <= 1e-5);
+  const int64_t bytes = int64_t{N} * s.Cb * int64_t{sizeof(float)};
+  MPI_REQUIRE(sent.calls() == 2);
+  MPI_REQUIRE(sent.bytes("col", comm::CommOp::reduce_scatter) == bytes);
+  MPI_REQUIRE(sent.bytes("col", comm::CommOp::all_gather) == bytes);
+}
+
+TEST_CASE("2D vocab-parallel cross-entropy equals the serial loss: losses and dlogits", "[tp2d_layers]") {
+  comm::Grid2D g(mpi_test::world().comm());
+  const auto ctx = core::cpu_context();
+  const Sizes s(g.q());
+  const int N = s.N, V = s.V, V_real = V - 2, Vb = V / s.q;  // two padding ids, in the last block
+  std::vector<int> targets(static_cast<size_t>(N));
+  for (int n = 0; n < N; ++n) targets[static_cast<size_t>(n)] = (n * 5 + 1) % V_real;
+  const auto logits = normal(int64_t{N} * V, 2.0f, 11);
+  std::vector<float> losses(N), mx(N), se(N), dlog(logits.size(), 0.0f);
+  core::crossentropy_forward(ctx, losses.data(), mx.data(), se.data(), logits.data(), targets.data(), N, V, V_real);
+  core::crossentropy_backward(ctx, dlog.data(), logits.data(), mx.data(), se.data(), targets.data(), 1.0f / N, N, V, 0,
+                              V_real);
+
+  const auto logits_b = block(logits, N, V, g);
+  const auto targets_i = part(targets, s.q, g.i());
+  std::vector<float> losses_b(s.Nb), mx_b(s.Nb), se_b(s.Nb), tl_b(s.Nb), dlog_b(logits_b.size(), 0.0f);
+  tp2d::vocab_parallel_cross_entropy_2d(ctx, g, losses_b.data(), mx_b.data(), se_b.data(), tl_b.data(), logits_b.data(),
+                                        targets_i.data(), N, V, V_real);
+  core::crossentropy_backward(ctx, dlog_b.data(), logits_b.data(), mx_b.data(), se_b.data(), targets_i.data(), 1.0f / N,
+                              s.Nb, Vb, g.j() * Vb, V_real);
+
+  const double e = std::max({check(g, "cross-entropy losses", losses_b, part(losses, s.q, g.i())),
+                             check(g, "cross-entropy dlogits", dlog_b, block(dlog, N, V, g))});
+  MPI_REQUIRE(e <= 1e-5);
+}
+
+TEST_CASE("2D initial parameters, gathered by spec_2d, are bitwise equal to serial (L3)", "[tp2d_layers]") {
+  auto& world = mpi_test::world();
+  comm::Grid2D g(world.comm());
+  const int q = g.q();
+  const auto ctx = core::cpu_context();
+  model::GPTConfig cfg;
+  cfg.n_layer = 2, cfg.n_embd = 24, cfg.n_head = 6, cfg.n_positions = 8, cfg.vocab_size = 240;
+  tp2d::check_divisible_2d(cfg, q);  // 2 and 3 divide NH = 6, C = 24, F = 96, V = 240
+
+  const auto par = model::ParamSet::create(
+      cfg, ctx, [&](const model::ParamInfo& info) { return tp2d::spec_2d(info, q, g.i(), g.j()); }, 42);
+  const auto ser = model::ParamSet::create(
+      cfg, ctx, [](const model::ParamInfo& info) { return model::ShardSpec::whole(info.shape); }, 42);
+  const model::SpecOfRank spec_of = [q](const model::ParamInfo& info, int rank) {
+    return tp2d::spec_2d(info, q, rank / q, rank % q);
+  };
+  bool all_equal = true;
+  double owned = 0, canonical = 0;  // every canonical element owned exactly once over the grid
+  for (size_t k = 0; k < par.tensors.size(); ++k) {
+    const auto& t = par.tensors[k];
+    const auto& s = ser.tensors[k];
+    const auto full = model::gather_canonical(t, t.value.data(), world.comm(), spec_of);
+    all_equal = all_equal && full == equivalence::copy(s.value.data(), s.value.numel());
+    if (t.spec.owner) owned += static_cast<double>(t.spec.local_numel());
+    canonical += static_cast<double>(s.spec.local_numel());
+  }
+  world.comm().all_reduce(&owned, 1);
+  report("L3 2D initial parameters bitwise equal (1 = yes) q=" + std::to_string(q), all_equal ? 1.0 : 0.0);
+  MPI_REQUIRE(all_equal);
+  MPI_REQUIRE(owned == canonical);
+}
+
+TEST_CASE("2D layout rejects a model whose sizes q does not divide, on every rank", "[tp2d_layers]") {
+  comm::Grid2D g(mpi_test::world().comm());
+  model::GPTConfig cfg;
+  cfg.n_embd = 24, cfg.n_head = 6, cfg.vocab_size = 240;
+  cfg.n_head = 6 * g.q() + 1;  // not a multiple of q (q ≥ 2)
+  MPI_REQUIRE_THROWS_AS(tp2d::check_divisible_2d(cfg, g.q()), core::ConfigError);
+  cfg.n_head = 6, cfg.vocab_size = 240 + 1;
+  MPI_REQUIRE_THROWS_AS(tp2d::check_divisible_2d(cfg, g.q()), core::ConfigError);
+}
