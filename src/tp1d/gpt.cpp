@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "core/errors.h"
-#include "tp1d/cross_entropy.h"
+#include "model/vocab_parallel_loss.h"
 #include "tp1d/layers.h"
 #include "tp1d/mappings.h"
 #include "tp1d/shard_1d.h"
@@ -117,8 +117,9 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
                           params_.value("transformer.ln_f.weight"), params_.value("transformer.ln_f.bias"), N, C);
   f_forward();
   core::matmul(ctx_, acts_.logits.data(), acts_.lnf.data(), wte, N, Vp, C, Trans::no, Trans::yes);
-  vocab_parallel_cross_entropy_forward(ctx_, tp(), acts_.losses.data(), acts_.ce_max.data(), acts_.ce_sumexp.data(),
-                                       acts_.ce_target.data(), acts_.logits.data(), acts_.targets.data(), N, Vp, v0, V);
+  model::vocab_parallel_cross_entropy_forward(ctx_, tp(), acts_.losses.data(), acts_.ce_max.data(),
+                                              acts_.ce_sumexp.data(), acts_.ce_target.data(), acts_.logits.data(),
+                                              acts_.targets.data(), N, Vp, v0, V);
   double sum = 0.0;
   for (int n = 0; n < N; ++n) sum += acts_.losses.data()[n];
   return static_cast<float>(sum / N);

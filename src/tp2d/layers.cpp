@@ -3,6 +3,7 @@
 
 #include "core/ops.h"
 #include "core/tensor.h"
+#include "model/vocab_parallel_loss.h"
 #include "tp2d/summa.h"
 
 namespace optimus::tp2d {
@@ -78,14 +79,10 @@ void embedding_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, f
 void vocab_parallel_cross_entropy_2d(const core::Context& ctx, const comm::Grid2D& grid, float* losses, float* maxes,
                                      float* sumexp, float* target_logit, const float* logits, const int* targets, int N,
                                      int V, int V_real) {
-  const int Nb = N / grid.q(), Vb = V / grid.q(), v0 = grid.j() * Vb;
-  core::crossentropy_partial_max(ctx, maxes, logits, Nb, Vb, v0, V_real);
-  grid.row_comm().all_reduce(maxes, Nb, comm::ReduceOp::max);  // the row max over the whole vocabulary
-  core::crossentropy_partial_sumexp(ctx, sumexp, logits, maxes, Nb, Vb, v0, V_real);
-  grid.row_comm().all_reduce(sumexp, Nb);  // Σ exp(logit − max) over the whole vocabulary
-  core::crossentropy_partial_target(ctx, target_logit, logits, targets, Nb, Vb, v0);
-  grid.row_comm().all_reduce(target_logit, Nb);  // only the column holding the target contributes
-  core::crossentropy_losses(ctx, losses, maxes, sumexp, target_logit, Nb);
+  // The row of the grid holds the whole vocabulary of my rows: chapter 2's loss, along row_comm.
+  const int Nb = N / grid.q(), Vb = V / grid.q();
+  model::vocab_parallel_cross_entropy_forward(ctx, grid.row_comm(), losses, maxes, sumexp, target_logit, logits,
+                                              targets, Nb, Vb, grid.j() * Vb, V_real);
 }
 
 }  // namespace optimus::tp2d

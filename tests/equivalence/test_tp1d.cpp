@@ -10,8 +10,8 @@
 #include "comm/grid.h"
 #include "compare.h"
 #include "core/ops.h"
+#include "model/vocab_parallel_loss.h"
 #include "serial/gpt.h"
-#include "tp1d/cross_entropy.h"
 #include "tp1d/gpt.h"
 #include "tp1d/layers.h"
 #include "train/optimizer.h"
@@ -203,8 +203,8 @@ TEST_CASE("1D vocab-parallel embedding and cross-entropy equal the serial ones (
   std::vector<float> lp;
   for (int n = 0; n < N; ++n) lp.insert(lp.end(), logits.begin() + n * V + v0, logits.begin() + n * V + v0 + Vp);
   std::vector<float> losses_p(N), mx_p(N), se_p(N), tl_p(N), dlog_p(lp.size(), 0.0f), dlog_ref;
-  tp1d::vocab_parallel_cross_entropy_forward(ctx, world.comm(), losses_p.data(), mx_p.data(), se_p.data(), tl_p.data(),
-                                             lp.data(), tokens.data(), N, Vp, v0, V);
+  model::vocab_parallel_cross_entropy_forward(ctx, world.comm(), losses_p.data(), mx_p.data(), se_p.data(), tl_p.data(),
+                                              lp.data(), tokens.data(), N, Vp, v0, V);
   core::crossentropy_backward(ctx, dlog_p.data(), lp.data(), mx_p.data(), se_p.data(), tokens.data(), 1.0f / N, N, Vp,
                               v0, V);
   for (int n = 0; n < N; ++n)

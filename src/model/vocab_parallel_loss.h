@@ -1,4 +1,5 @@
-// Vocab-parallel softmax cross-entropy (chapter 2, DESIGN §7): each rank holds the logits of its
+// Vocab-parallel softmax cross-entropy (chapter 2, DESIGN §7; chapter 3 uses it along the grid's
+// rows, so it lives here, below both stages): each rank holds the logits of its
 // vocabulary columns and never sees the others. Three all-reduces of N numbers each — the row max,
 // the sum of exponentials, the target's logit — give every rank the full-row loss. The pieces are
 // the same core ops the serial loss is made of.
@@ -7,7 +8,7 @@
 #include "comm/communicator.h"
 #include "core/context.h"
 
-namespace optimus::tp1d {
+namespace optimus::model {
 
 /// losses (N), maxes (N), sumexp (N) from logits (N, Vl) holding vocabulary columns [v0, v0 + Vl).
 /// target_logit (N) is scratch. Collective over `group` (the ranks that share the rows).
@@ -15,4 +16,4 @@ void vocab_parallel_cross_entropy_forward(const core::Context& ctx, comm::Commun
                                           float* maxes, float* sumexp, float* target_logit, const float* logits,
                                           const int* targets, int N, int Vl, int v0, int V_real);
 
-}  // namespace optimus::tp1d
+}  // namespace optimus::model

@@ -1,9 +1,9 @@
 // Vocab-parallel cross-entropy.
-#include "tp1d/cross_entropy.h"
+#include "model/vocab_parallel_loss.h"
 
 #include "core/ops.h"
 
-namespace optimus::tp1d {
+namespace optimus::model {
 
 void vocab_parallel_cross_entropy_forward(const core::Context& ctx, comm::Communicator& group, float* losses,
                                           float* maxes, float* sumexp, float* target_logit, const float* logits,
@@ -17,4 +17,4 @@ void vocab_parallel_cross_entropy_forward(const core::Context& ctx, comm::Commun
   core::crossentropy_losses(ctx, losses, maxes, sumexp, target_logit, N);
 }
 
-}  // namespace optimus::tp1d
+}  // namespace optimus::model
