@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/grid.h"
+#include "core/philox.h"
 #include "model/gather.h"
 #include "model/param_set.h"
 #include "mpi_test.h"
@@ -31,6 +33,26 @@ inline void report_count(const std::string& what, long long measured, long long 
   if (mpi_test::world().rank() == 0) {
     std::printf("equivalence: %-52s measured %lld, formula %lld\n", what.c_str(), measured, formula);
   }
+}
+
+/// n numbers scale·N(0, 1) from Philox under key: the same tensor on every rank and every run.
+inline std::vector<float> normal_data(int64_t n, float scale, optimus::core::PhiloxKey key) {
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k)
+    x[static_cast<size_t>(k)] = scale * optimus::core::philox_normal(key, static_cast<uint64_t>(k));
+  return x;
+}
+
+/// Block (i, j) of a (rows, cols) matrix cut q×q on grid g: (rows/q, cols/q), contiguous.
+inline std::vector<float> grid_block(const std::vector<float>& full, int rows, int cols,
+                                     const optimus::comm::Grid2D& g) {
+  const int rb = rows / g.q(), cb = cols / g.q();
+  std::vector<float> b(static_cast<size_t>(rb) * cb);
+  for (int r = 0; r < rb; ++r) {
+    const auto* src = full.data() + static_cast<size_t>(g.i() * rb + r) * cols + g.j() * cb;
+    std::copy(src, src + cb, b.data() + static_cast<size_t>(r) * cb);
+  }
+  return b;
 }
 
 inline std::vector<float> copy(const float* p, int64_t n) {

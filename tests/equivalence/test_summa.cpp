@@ -21,23 +21,7 @@ using equivalence::report;
 namespace {
 
 std::vector<float> normal(int64_t n, int salt) {  // the same full matrix on every rank
-  std::vector<float> x(static_cast<size_t>(n));
-  for (int64_t k = 0; k < n; ++k) {
-    x[static_cast<size_t>(k)] =
-        core::philox_normal({5u, 0x5a00u + static_cast<uint32_t>(salt)}, static_cast<uint64_t>(k));
-  }
-  return x;
-}
-
-// Block (i, j) of a (rows, cols) matrix cut q×q: (rows/q, cols/q), contiguous.
-std::vector<float> block(const std::vector<float>& full, int rows, int cols, const comm::Grid2D& g) {
-  const int rb = rows / g.q(), cb = cols / g.q();
-  std::vector<float> b(static_cast<size_t>(rb) * cb);
-  for (int r = 0; r < rb; ++r) {
-    const auto* src = full.data() + static_cast<size_t>(g.i() * rb + r) * cols + g.j() * cb;
-    std::copy(src, src + cb, b.data() + static_cast<size_t>(r) * cb);
-  }
-  return b;
+  return equivalence::normal_data(n, 1.0f, {5u, 0x5a00u + static_cast<uint32_t>(salt)});
 }
 
 // The largest of every rank's error, for the report line.
@@ -109,9 +93,11 @@ void check_product(Product p) {
 
   std::vector<float> C(static_cast<size_t>(M) * N);  // serial, full
   core::matmul(ctx, C.data(), A.data(), B.data(), M, N, K, s.ta, s.tb);
-  const auto A_ij = block(A, s.a_rows, s.a_cols, g), B_ij = block(B, s.b_rows, s.b_cols, g);
-  const auto dC_ij = block(dC, M, N, g);
-  auto dA_ij = block(dA, s.a_rows, s.a_cols, g), dB_ij = block(dB, s.b_rows, s.b_cols, g);
+  const auto A_ij = equivalence::grid_block(A, s.a_rows, s.a_cols, g),
+             B_ij = equivalence::grid_block(B, s.b_rows, s.b_cols, g);
+  const auto dC_ij = equivalence::grid_block(dC, M, N, g);
+  auto dA_ij = equivalence::grid_block(dA, s.a_rows, s.a_cols, g),
+       dB_ij = equivalence::grid_block(dB, s.b_rows, s.b_cols, g);
   core::matmul_backward(ctx, dA.data(), dB.data(), dC.data(), A.data(), B.data(), M, N, K, s.ta, s.tb);
 
   std::vector<float> C_ij(static_cast<size_t>(M / q) * (N / q), -1.0f);  // garbage: the product overwrites
@@ -120,9 +106,9 @@ void check_product(Product p) {
   backward(p, ctx, g, dA_ij.data(), nullptr, dC_ij.data(), A_ij.data(), B_ij.data(), M, N, K);
   backward(p, ctx, g, nullptr, dB_ij.data(), dC_ij.data(), A_ij.data(), B_ij.data(), M, N, K);
 
-  const double e_c = rel_error(C_ij, block(C, M, N, g));
-  const double e_da = rel_error(dA_ij, block(dA, s.a_rows, s.a_cols, g));
-  const double e_db = rel_error(dB_ij, block(dB, s.b_rows, s.b_cols, g));
+  const double e_c = rel_error(C_ij, equivalence::grid_block(C, M, N, g));
+  const double e_da = rel_error(dA_ij, equivalence::grid_block(dA, s.a_rows, s.a_cols, g));
+  const double e_db = rel_error(dB_ij, equivalence::grid_block(dB, s.b_rows, s.b_cols, g));
   report(what + " worst relative error", worst_over_ranks(e_c));
   report(what + " backward dA worst relative error", worst_over_ranks(e_da));
   report(what + " backward dB worst relative error", worst_over_ranks(e_db));

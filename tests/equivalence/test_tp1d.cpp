@@ -39,11 +39,7 @@ void make_batch(std::vector<int>& inputs, std::vector<int>& targets, int B, int 
 }
 
 std::vector<float> ramp(int64_t n, float scale, int salt) {  // deterministic test data
-  std::vector<float> x(static_cast<size_t>(n));
-  for (int64_t k = 0; k < n; ++k)
-    x[static_cast<size_t>(k)] =
-        scale * core::philox_normal({3u, 0x7200u + static_cast<uint32_t>(salt)}, static_cast<uint64_t>(k));
-  return x;
+  return equivalence::normal_data(n, scale, {3u, 0x7200u + static_cast<uint32_t>(salt)});
 }
 
 std::string tag(const std::string& what) {

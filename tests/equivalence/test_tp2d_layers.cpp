@@ -25,23 +25,7 @@ using equivalence::report;
 namespace {
 
 std::vector<float> normal(int64_t n, float scale, int salt) {  // the same full tensor on every rank
-  std::vector<float> x(static_cast<size_t>(n));
-  for (int64_t k = 0; k < n; ++k) {
-    x[static_cast<size_t>(k)] =
-        scale * core::philox_normal({7u, 0x2d00u + static_cast<uint32_t>(salt)}, static_cast<uint64_t>(k));
-  }
-  return x;
-}
-
-// Block (i, j) of a (rows, cols) matrix cut q×q: (rows/q, cols/q), contiguous.
-std::vector<float> block(const std::vector<float>& full, int rows, int cols, const comm::Grid2D& g) {
-  const int rb = rows / g.q(), cb = cols / g.q();
-  std::vector<float> b(static_cast<size_t>(rb) * cb);
-  for (int r = 0; r < rb; ++r) {
-    const auto* src = full.data() + static_cast<size_t>(g.i() * rb + r) * cols + g.j() * cb;
-    std::copy(src, src + cb, b.data() + static_cast<size_t>(r) * cb);
-  }
-  return b;
+  return equivalence::normal_data(n, scale, {7u, 0x2d00u + static_cast<uint32_t>(salt)});
 }
 
 // Part k of q of a vector (my rows: k = i; my columns: k = j).
@@ -91,7 +75,7 @@ TEST_CASE("2D LayerNorm equals serial LayerNorm: out, mean, rstd, dinp, dweight,
   core::layernorm_backward(ctx, dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), mean.data(),
                            rstd.data(), N, C);
 
-  const auto inp_b = block(inp, N, C, g), dout_b = block(dout, N, C, g);
+  const auto inp_b = equivalence::grid_block(inp, N, C, g), dout_b = equivalence::grid_block(dout, N, C, g);
   const auto w_j = part(w, s.q, g.j()), b_j = part(b, s.q, g.j());
   std::vector<float> out_b(inp_b.size()), mean_b(s.Nb), rstd_b(s.Nb), dinp_b(inp_b.size(), 0.0f);
   std::vector<float> dw_j(s.Cb, 0.0f), db_j(s.Cb, 0.0f);
@@ -100,10 +84,10 @@ TEST_CASE("2D LayerNorm equals serial LayerNorm: out, mean, rstd, dinp, dweight,
   tp2d::layernorm_2d_backward(ctx, g, dinp_b.data(), dw_j.data(), db_j.data(), dout_b.data(), inp_b.data(), w_j.data(),
                               mean_b.data(), rstd_b.data(), N, C);
 
-  const double e = std::max({check(g, "LayerNorm out", out_b, block(out, N, C, g)),
+  const double e = std::max({check(g, "LayerNorm out", out_b, equivalence::grid_block(out, N, C, g)),
                              check(g, "LayerNorm mean", mean_b, part(mean, s.q, g.i())),
                              check(g, "LayerNorm rstd", rstd_b, part(rstd, s.q, g.i())),
-                             check(g, "LayerNorm dinp", dinp_b, block(dinp, N, C, g)),
+                             check(g, "LayerNorm dinp", dinp_b, equivalence::grid_block(dinp, N, C, g)),
                              check(g, "LayerNorm dweight (column-summed)", column_sum(g, dw_j), part(dw, s.q, g.j())),
                              check(g, "LayerNorm dbias (column-summed)", column_sum(g, db_j), part(db, s.q, g.j()))});
   MPI_REQUIRE(e <= 1e-5);
@@ -120,7 +104,8 @@ TEST_CASE("2D linear equals the serial linear: out, dinp, dW, dbias", "[tp2d_lay
   core::linear_forward(ctx, out.data(), inp.data(), w.data(), b.data(), N, C, OC);
   core::linear_backward(ctx, dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, C, OC);
 
-  const auto inp_b = block(inp, N, C, g), w_b = block(w, C, OC, g), dout_b = block(dout, N, OC, g);
+  const auto inp_b = equivalence::grid_block(inp, N, C, g), w_b = equivalence::grid_block(w, C, OC, g),
+             dout_b = equivalence::grid_block(dout, N, OC, g);
   const auto b_j = part(b, s.q, g.j());
   std::vector<float> out_b(static_cast<size_t>(N / s.q) * (OC / s.q), -1.0f);  // garbage: forward overwrites
   std::vector<float> dinp_b(inp_b.size(), 0.0f), dw_b(w_b.size(), 0.0f), db_j(b_j.size(), 0.0f);
@@ -128,10 +113,10 @@ TEST_CASE("2D linear equals the serial linear: out, dinp, dW, dbias", "[tp2d_lay
   tp2d::linear_2d_backward(ctx, g, dinp_b.data(), dw_b.data(), db_j.data(), dout_b.data(), inp_b.data(), w_b.data(), N,
                            C, OC);
 
-  const double e =
-      std::max({check(g, "linear out", out_b, block(out, N, OC, g)),
-                check(g, "linear dinp", dinp_b, block(dinp, N, C, g)), check(g, "linear dW", dw_b, block(dw, C, OC, g)),
-                check(g, "linear dbias (column-summed)", column_sum(g, db_j), part(db, s.q, g.j()))});
+  const double e = std::max({check(g, "linear out", out_b, equivalence::grid_block(out, N, OC, g)),
+                             check(g, "linear dinp", dinp_b, equivalence::grid_block(dinp, N, C, g)),
+                             check(g, "linear dW", dw_b, equivalence::grid_block(dw, C, OC, g)),
+                             check(g, "linear dbias (column-summed)", column_sum(g, db_j), part(db, s.q, g.j()))});
   MPI_REQUIRE(e <= 1e-5);
 }
 
@@ -147,7 +132,7 @@ TEST_CASE("2D embedding equals the serial embedding: out and dwte, with the stat
   core::embedding_forward(ctx, out.data(), tokens.data(), wte.data(), N, C, 0, V);
   core::embedding_backward(ctx, dwte.data(), dout.data(), tokens.data(), N, C, 0, V);
 
-  const auto wte_b = block(wte, V, C, g), dout_b = block(dout, N, C, g);
+  const auto wte_b = equivalence::grid_block(wte, V, C, g), dout_b = equivalence::grid_block(dout, N, C, g);
   std::vector<float> out_b(static_cast<size_t>(s.Nb) * s.Cb), dwte_b(wte_b.size(), 0.0f);
   auto& ledger = g.col_comm().ledger();
   const auto before = ledger.snapshot();
@@ -155,8 +140,8 @@ TEST_CASE("2D embedding equals the serial embedding: out and dwte, with the stat
   tp2d::embedding_2d_backward(ctx, g, dwte_b.data(), dout_b.data(), tokens.data(), N, C, V);
   const auto sent = ledger.since(before);
 
-  const double e = std::max({check(g, "embedding out", out_b, block(out, N, C, g)),
-                             check(g, "embedding dwte (my block)", dwte_b, block(dwte, V, C, g))});
+  const double e = std::max({check(g, "embedding out", out_b, equivalence::grid_block(out, N, C, g)),
+                             check(g, "embedding dwte (my block)", dwte_b, equivalence::grid_block(dwte, V, C, g))});
   MPI_REQUIRE(e <= 1e-5);
   const int64_t bytes = int64_t{N} * s.Cb * int64_t{sizeof(float)};
   MPI_REQUIRE(sent.calls() == 2);
@@ -177,7 +162,7 @@ TEST_CASE("2D vocab-parallel cross-entropy equals the serial loss: losses and dl
   core::crossentropy_backward(ctx, dlog.data(), logits.data(), mx.data(), se.data(), targets.data(), 1.0f / N, N, V, 0,
                               V_real);
 
-  const auto logits_b = block(logits, N, V, g);
+  const auto logits_b = equivalence::grid_block(logits, N, V, g);
   const auto targets_i = part(targets, s.q, g.i());
   std::vector<float> losses_b(s.Nb), mx_b(s.Nb), se_b(s.Nb), tl_b(s.Nb), dlog_b(logits_b.size(), 0.0f);
   tp2d::vocab_parallel_cross_entropy_2d(ctx, g, losses_b.data(), mx_b.data(), se_b.data(), tl_b.data(), logits_b.data(),
@@ -186,7 +171,7 @@ TEST_CASE("2D vocab-parallel cross-entropy equals the serial loss: losses and dl
                               s.Nb, Vb, g.j() * Vb, V_real);
 
   const double e = std::max({check(g, "cross-entropy losses", losses_b, part(losses, s.q, g.i())),
-                             check(g, "cross-entropy dlogits", dlog_b, block(dlog, N, V, g))});
+                             check(g, "cross-entropy dlogits", dlog_b, equivalence::grid_block(dlog, N, V, g))});
   MPI_REQUIRE(e <= 1e-5);
 }
 
