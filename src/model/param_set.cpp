@@ -17,10 +17,13 @@ ParamSet ParamSet::create(const GPTConfig& config, const core::Context& ctx,
     const core::Shape local = spec.local_shape();
     ParamTensor t{info, spec, core::Buffer(*ctx.ledger, core::MemoryCategory::parameters, local, ctx.device),
                   core::Buffer(*ctx.ledger, core::MemoryCategory::gradients, local, ctx.device)};
-    // Each local element takes the value of its canonical element: layout-independent.
+    // Each local element takes the value of its canonical element: layout-independent. Padding
+    // (no canonical element) is zero.
     std::vector<float> host(static_cast<size_t>(local.numel()));
-    for (int64_t k = 0; k < local.numel(); ++k)
-      host[static_cast<size_t>(k)] = initial_value(info, seed, spec.global_index(k));
+    for (int64_t k = 0; k < local.numel(); ++k) {
+      const int64_t g = spec.global_index(k);
+      host[static_cast<size_t>(k)] = g == kPadding ? 0.0f : initial_value(info, seed, g);
+    }
     if (ctx.device != core::Device::cpu)
       throw std::runtime_error("ParamSet::create: CUDA parameters come with the CUDA backend");
     std::copy(host.begin(), host.end(), t.value.data());

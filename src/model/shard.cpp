@@ -1,6 +1,7 @@
 // Shard specs: segment arithmetic.
 #include "model/shard.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace optimus::model {
@@ -30,6 +31,15 @@ ShardSpec ShardSpec::block(const core::Shape& canonical, const std::vector<int64
   return s;
 }
 
+std::vector<Segment> padded_part(int64_t n, int64_t parts, int64_t index) {
+  const int64_t len = padded_size(n, parts) / parts, start = index * len;
+  const int64_t real = std::clamp<int64_t>(n - start, 0, len);
+  std::vector<Segment> segs;
+  if (real > 0) segs.push_back({start, real});
+  if (real < len) segs.push_back({kPadding, len - real});
+  return segs;
+}
+
 core::Shape ShardSpec::local_shape() const {
   std::vector<int64_t> shape;
   for (const auto& segs : dims) {
@@ -40,10 +50,20 @@ core::Shape ShardSpec::local_shape() const {
   return core::Shape(shape);
 }
 
-// The canonical index along one dimension of local index k along it.
+int64_t ShardSpec::real_numel() const {
+  int64_t n = 1;
+  for (const auto& segs : dims) {
+    int64_t along = 0;
+    for (const auto& seg : segs) along += seg.start == kPadding ? 0 : seg.length;
+    n *= along;
+  }
+  return n;
+}
+
+// The canonical index along one dimension of local index k along it (kPadding in padding).
 static int64_t canonical_along(const std::vector<Segment>& segs, int64_t k) {
   for (const auto& seg : segs) {
-    if (k < seg.length) return seg.start + k;
+    if (k < seg.length) return seg.start == kPadding ? kPadding : seg.start + k;
     k -= seg.length;
   }
   throw std::out_of_range("ShardSpec: local index outside the shard");
@@ -55,7 +75,9 @@ int64_t ShardSpec::global_index(int64_t k) const {
   for (int d = local.rank() - 1; d >= 0; --d) {
     const int64_t local_index = rest % local[d];
     rest /= local[d];
-    global += canonical_along(dims[static_cast<size_t>(d)], local_index) * stride;
+    const int64_t along = canonical_along(dims[static_cast<size_t>(d)], local_index);
+    if (along == kPadding) return kPadding;
+    global += along * stride;
     stride *= canonical[d];
   }
   return global;
@@ -63,12 +85,18 @@ int64_t ShardSpec::global_index(int64_t k) const {
 
 void scatter_from_canonical(float* local, const float* canonical_data, const ShardSpec& spec) {
   const int64_t n = spec.local_numel();
-  for (int64_t k = 0; k < n; ++k) local[k] = canonical_data[spec.global_index(k)];
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t g = spec.global_index(k);
+    local[k] = g == kPadding ? 0.0f : canonical_data[g];
+  }
 }
 
 void place_in_canonical(float* canonical_data, const float* local, const ShardSpec& spec) {
   const int64_t n = spec.local_numel();
-  for (int64_t k = 0; k < n; ++k) canonical_data[spec.global_index(k)] = local[k];
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t g = spec.global_index(k);
+    if (g != kPadding) canonical_data[g] = local[k];
+  }
 }
 
 }  // namespace optimus::model

@@ -3,6 +3,8 @@
 // c_attn columns {Q of its heads, K of its heads, V of its heads} = three segments of C/4 columns.
 // One spec type drives initialisation (draw the canonical element's value), gather (place local
 // elements in the canonical tensor) and scatter (take them out). Serial uses the whole-tensor spec.
+// A segment may be padding: local elements with no canonical element (the vocabulary rows that
+// round V up to a multiple of the split), held as zeros and left out of gathers.
 #pragma once
 
 #include <cstdint>
@@ -12,11 +14,21 @@
 
 namespace optimus::model {
 
-/// Canonical indices [start, start + length) along one dimension.
+/// Canonical indices [start, start + length) along one dimension, or, with start = kPadding,
+/// `length` local indices that stand for no canonical element.
 struct Segment {
   int64_t start = 0;
   int64_t length = 0;
 };
+inline constexpr int64_t kPadding = -1;
+
+/// Part `index` of an n-long dimension cut in `parts` equal parts of ⌈n / parts⌉: its canonical
+/// indices, then padding up to the part's length (the last parts are padded when parts ∤ n).
+std::vector<Segment> padded_part(int64_t n, int64_t parts, int64_t index);
+/// ⌈n / parts⌉ · parts: the padded length of a dimension cut that way.
+inline int64_t padded_size(int64_t n, int64_t parts) {
+  return (n + parts - 1) / parts * parts;
+}
 
 struct ShardSpec {
   core::Shape canonical;                   // the canonical tensor's shape (1-D or 2-D)
@@ -33,13 +45,15 @@ struct ShardSpec {
 
   core::Shape local_shape() const;
   int64_t local_numel() const { return local_shape().numel(); }
-  /// The canonical flat index of local flat index k.
+  /// How many local elements stand for a canonical element (local_numel() less the padding).
+  int64_t real_numel() const;
+  /// The canonical flat index of local flat index k, or kPadding for a padding element.
   int64_t global_index(int64_t k) const;
 };
 
-/// local = the elements of `canonical_data` (the full canonical tensor) that the spec holds.
+/// local = the elements of `canonical_data` (the full canonical tensor) that the spec holds; 0 in padding.
 void scatter_from_canonical(float* local, const float* canonical_data, const ShardSpec& spec);
-/// Writes the spec's local elements into their places in the full canonical tensor.
+/// Writes the spec's local elements into their places in the full canonical tensor (not padding).
 void place_in_canonical(float* canonical_data, const float* local, const ShardSpec& spec);
 
 }  // namespace optimus::model

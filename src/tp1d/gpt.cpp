@@ -39,7 +39,7 @@ void GPT::ensure_buffers(int B, int T) {
   acts_ = Activations{};
   scratch_ = BackwardScratch{};
   const int64_t N = int64_t{B} * T, C = config_.n_embd, Cp = C / p_, Fp = config_.ffn() / p_,
-                Vp = config_.vocab_size / p_, NHp = config_.n_head / p_;
+                Vp = vocab_part(config_, p_), NHp = config_.n_head / p_;
   auto act = [&](core::Shape s) {
     return Buffer(*ctx_.ledger, MemoryCategory::activations, std::move(s), ctx_.device);
   };
@@ -96,7 +96,7 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   ensure_buffers(B, T);
   step_ = step;
   train_ = train;
-  const int N = B * T, C = config_.n_embd, V = config_.vocab_size, Vp = V / p_, v0 = r_ * Vp;
+  const int N = B * T, C = config_.n_embd, V = config_.vocab_size, Vp = vocab_part(config_, p_), v0 = r_ * Vp;
   std::copy(inputs, inputs + N, acts_.inputs.begin());
   std::copy(targets, targets + N, acts_.targets.begin());
   const float* wte = params_.value("transformer.wte.weight");  // (V/p, C): vocabulary rows [v0, v0 + V/p)
@@ -158,7 +158,8 @@ void GPT::block_forward(int l, const float* x) {
 // ---- backward -----------------------------------------------------------------------------------
 
 void GPT::backward() {
-  const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, V = config_.vocab_size, Vp = V / p_, v0 = r_ * Vp;
+  const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, V = config_.vocab_size,
+            Vp = vocab_part(config_, p_), v0 = r_ * Vp;
   BackwardScratch& s = scratch_;
   float* wte = params_.value("transformer.wte.weight");
   float* dwte = params_.grad("transformer.wte.weight");

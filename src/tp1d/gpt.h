@@ -38,7 +38,7 @@ struct Activations {
   core::Buffer encoded;              // (N, C)
   std::vector<BlockActivations> blocks;
   core::Buffer lnf, lnf_mean, lnf_rstd;               // (N, C), (N), (N)
-  core::Buffer logits;                                // (N, V/p) this rank's vocabulary columns
+  core::Buffer logits;                                // (N, Vp) this rank's vocabulary columns, Vp = ⌈V/p⌉
   core::Buffer ce_max, ce_sumexp, ce_target, losses;  // (N) each, full-row values after the all-reduces
 };
 
@@ -48,7 +48,7 @@ struct BackwardScratch {
   core::Buffer d_qkv;                  // (N, 3Cp)
   core::Buffer d_att;                  // (B, NHp, T, T)
   core::Buffer d_fch, d_fch_gelu;      // (N, Fp)
-  core::Buffer d_logits;               // (N, V/p)
+  core::Buffer d_logits;               // (N, Vp)
 };
 
 class GPT {

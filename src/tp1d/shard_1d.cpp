@@ -22,12 +22,19 @@ void check_divisible(const model::GPTConfig& c, int p) {
   need("the heads", c.n_head, "--heads");
   need("the embedding width", c.n_embd, "--embd");
   need("the MLP width 4C", c.ffn(), "--embd");
-  need("the vocabulary", c.vocab_size, "");
+}
+
+int vocab_part(const model::GPTConfig& c, int p) {
+  return static_cast<int>(model::padded_size(c.vocab_size, p) / p);
 }
 
 ShardSpec spec_1d(const model::ParamInfo& info, int p, int r) {
   switch (info.kind) {
-    case ParamKind::token_embedding:   // vocab rows
+    case ParamKind::token_embedding: {  // vocab rows, the last ranks' padded
+      ShardSpec s = ShardSpec::whole(info.shape);
+      s.dims.front() = model::padded_part(info.shape[0], p, r);
+      return s;
+    }
     case ParamKind::attn_proj_weight:  // rows of head group r
     case ParamKind::mlp_proj_weight:   // rows r of F
       return ShardSpec::block(info.shape, {p, 1}, {r, 0});

@@ -1,5 +1,6 @@
 // How Megatron 1D holds each canonical tensor (DESIGN §6, the 1D column): rank r of p holds the
-// vocabulary rows [r·V/p, (r+1)·V/p) of wte, head group r's columns of c_attn (its Q, then K, then
+// vocabulary rows [r·Vp, (r+1)·Vp) of wte, Vp = ⌈V/p⌉ (the last ranks' rows past V are zero
+// padding, so V need not be divisible by p), head group r's columns of c_attn (its Q, then K, then
 // V columns) and rows of attn.c_proj, the F/p columns of mlp.c_fc and rows of mlp.c_proj; the
 // rest (wpe, LayerNorms, the row-parallel biases) is replicated, owned by rank 0.
 #pragma once
@@ -10,8 +11,11 @@
 
 namespace optimus::tp1d {
 
-/// Throws core::ConfigError unless p divides NH, C, F and V (identically on every rank).
+/// Throws core::ConfigError unless p divides NH, C and F (identically on every rank).
 void check_divisible(const model::GPTConfig& config, int p);
+
+/// Vp = ⌈V/p⌉, the vocabulary rows (and logit columns) of each rank; V is padded to p·Vp.
+int vocab_part(const model::GPTConfig& config, int p);
 
 /// The shard of `info` that rank r of p holds.
 model::ShardSpec spec_1d(const model::ParamInfo& info, int p, int r);

@@ -23,12 +23,19 @@ void check_divisible_2d(const model::GPTConfig& c, int q) {
   need("the heads", c.n_head, "--heads");
   need("the embedding width", c.n_embd, "--embd");
   need("the MLP width 4C", c.ffn(), "--embd");
-  need("the vocabulary", c.vocab_size, "");
+}
+
+int vocab_block(const model::GPTConfig& c, int q) {
+  return static_cast<int>(model::padded_size(c.vocab_size, q) / q);
 }
 
 ShardSpec spec_2d(const model::ParamInfo& info, int q, int i, int j) {
   switch (info.kind) {
-    case ParamKind::token_embedding:   // (vocab block i, C block j)
+    case ParamKind::token_embedding: {  // (vocab block i, padded; C block j)
+      ShardSpec s = ShardSpec::block(info.shape, {1, q}, {0, j});
+      s.dims.front() = model::padded_part(info.shape[0], q, i);
+      return s;
+    }
     case ParamKind::attn_proj_weight:  // (C block i, C block j)
     case ParamKind::mlp_fc_weight:     // (C block i, F block j)
     case ParamKind::mlp_proj_weight:   // (F block i, C block j)

@@ -1,7 +1,8 @@
 // How Optimus 2D holds each canonical tensor (DESIGN §6, the 2D column): rank (i, j) of the q×q
-// grid holds block (i, j) of wte (vocabulary block i, C block j) and of the three square-ish
-// weights; of c_attn.weight, the rows of C block i and head group j's Q, K and V columns; the 1-D
-// parameters (and wpe) are column j's slice, replicated down column j and owned by row i = 0.
+// grid holds block (i, j) of wte (vocabulary block i of ⌈V/q⌉ rows, the last padded with zero
+// rows, so V need not be divisible by q; C block j) and of the three square-ish weights; of c_attn.weight, the rows of
+// C block i and head group j's Q, K and V columns; the 1-D parameters (and wpe) are column j's slice, replicated down
+// column j and owned by row i = 0.
 #pragma once
 
 #include "model/config.h"
@@ -10,9 +11,12 @@
 
 namespace optimus::tp2d {
 
-/// Throws core::ConfigError unless q divides NH, C, F and V (identically on every rank). That q
+/// Throws core::ConfigError unless q divides NH, C and F (identically on every rank). That q
 /// divides the batch B is checked where the batch is known (the 2D model).
 void check_divisible_2d(const model::GPTConfig& config, int q);
+
+/// ⌈V/q⌉, the rows of a vocabulary block (and logit columns of a rank); V is padded to q·⌈V/q⌉.
+int vocab_block(const model::GPTConfig& config, int q);
 
 /// The shard of `info` that rank (i, j) of the q×q grid holds.
 model::ShardSpec spec_2d(const model::ParamInfo& info, int q, int i, int j);

@@ -1,5 +1,5 @@
-// The layouts a run can use (serial, 1d; 2d comes with chapter 3): one place that checks the world
-// against the layout and builds the model, so train, eval and bench share it. The model types have
+// The layouts a run can use (serial, 1d, 2d): one place that checks the world against the layout
+// and builds the model, so train, eval and bench share it. The model types have
 // the same interface (forward, backward, clip_gradients, params, spec_of), so the code that uses
 // them is written once, as templates.
 #pragma once
@@ -12,6 +12,8 @@
 #include "model/config.h"
 #include "serial/gpt.h"
 #include "tp1d/gpt.h"
+#include "tp2d/gpt.h"
+#include "tp2d/shard_2d.h"
 
 namespace optimus::train {
 
@@ -35,7 +37,13 @@ int with_model(const std::string& layout, const model::GPTConfig& config, uint32
     tp1d::GPT gpt(config, ctx, seed, grid);
     return body(gpt);
   }
-  if (layout == "2d") throw core::ConfigError("the 2d layout is not built yet (chapter 3); use --layout serial or 1d");
+  if (layout == "2d") {
+    // Both checks come before the grid's splits, so a bad world or model is one message, no collective.
+    tp2d::check_divisible_2d(config, comm::Grid2D::side(world.size()));
+    comm::Grid2D grid(world.comm());
+    tp2d::GPT gpt(config, ctx, seed, grid);
+    return body(gpt);
+  }
   throw core::ConfigError("unknown layout '" + layout + "'; choose serial, 1d or 2d");
 }
 

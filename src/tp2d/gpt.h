@@ -1,0 +1,103 @@
+// Stage 3 (chapter 3): the GPT of DESIGN §4 with Optimus's 2D tensor parallelism over a q×q grid.
+// Weights AND activations are split (tp2d/shard_2d.h): rank (i, j) holds the (N/q, C/q) tile of
+// every activation — the B/q sequences of batch block i, the C/q hidden columns of block j — and
+// block (i, j) of every weight. Every linear is a SUMMA product (tp2d/summa.h), LayerNorm and the
+// loss all-reduce along the grid's row, attention is local to (batch block i, head group j), the
+// embedding reduce-scatters down the column. The code follows tp1d::GPT and serial::GPT line by
+// line; every difference is a tile instead of a whole matrix, or a row or column collective.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/grid.h"
+#include "core/context.h"
+#include "core/ops.h"
+#include "core/tensor.h"
+#include "model/config.h"
+#include "model/gather.h"
+#include "model/param_set.h"
+
+namespace optimus::tp2d {
+
+/// What one block keeps for backward, all tiles of rank (i, j). Nb = N/q rows (batch block i),
+/// Cb = C/q, Fb = F/q columns (block j), NHb = NH/q heads (head group j), Bb = B/q sequences.
+struct BlockActivations {
+  core::Buffer ln1, ln1_mean, ln1_rstd;  // (Nb, Cb), (Nb), (Nb): statistics of my rows, over the whole row
+  core::Buffer qkv;                      // (Nb, 3Cb) head group j's Q | K | V
+  core::Buffer att;                      // (Bb, NHb, T, T)
+  core::Buffer atty;                     // (Nb, Cb) head group j's outputs = C block j
+  core::Buffer attproj;                  // (Nb, Cb) after SUMMA, bias and dropout
+  core::Buffer res1;                     // (Nb, Cb)
+  core::Buffer ln2, ln2_mean, ln2_rstd;  // (Nb, Cb), (Nb), (Nb)
+  core::Buffer fch, fch_gelu;            // (Nb, Fb)
+  core::Buffer fcproj;                   // (Nb, Cb)
+  core::Buffer res2;                     // (Nb, Cb)
+};
+
+struct Activations {
+  int B = 0, T = 0;
+  std::vector<int> inputs;   // (B, T): the whole batch (the embedding looks up every token)
+  std::vector<int> targets;  // (Bb, T): my rows' targets only
+  core::Buffer encoded;      // (Nb, Cb)
+  std::vector<BlockActivations> blocks;
+  core::Buffer lnf, lnf_mean, lnf_rstd;               // (Nb, Cb), (Nb), (Nb)
+  core::Buffer logits;                                // (Nb, Vb) vocabulary block j, Vb = ⌈V/q⌉
+  core::Buffer ce_max, ce_sumexp, ce_target, losses;  // (Nb) each, full-row values after the row all-reduces
+};
+
+struct BackwardScratch {
+  core::Buffer d_res, d_branch, d_ln;  // (Nb, Cb)
+  core::Buffer d_atty;                 // (Nb, Cb)
+  core::Buffer d_qkv;                  // (Nb, 3Cb)
+  core::Buffer d_att;                  // (Bb, NHb, T, T)
+  core::Buffer d_fch, d_fch_gelu;      // (Nb, Fb)
+  core::Buffer d_logits;               // (Nb, Vb)
+};
+
+class GPT {
+ public:
+  /// Collective-free: checks divisibility (ConfigError) and initialises this rank's shards from
+  /// Philox, so the gathered model equals serial::GPT's under the same seed, bit for bit.
+  GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid2D& grid);
+
+  /// Forward pass on the global batch (every rank passes the same inputs and targets); returns the
+  /// mean loss over all B*T tokens, the same on every rank. B must be a multiple of q (ConfigError).
+  float forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train = true);
+  /// Backward pass, ending with the one column all-reduce of the 1-D parameters' gradients, so
+  /// that afterwards every gradient is the whole gradient of its shard.
+  void backward();
+  /// Global-norm clipping; the norm counts every canonical element once (column-replicated tensors
+  /// on grid row 0 only), then one all-reduce over the world of the squared sum.
+  float clip_gradients(float max_norm);
+
+  model::ParamSet& params() { return params_; }
+  const model::ParamSet& params() const { return params_; }
+  const model::GPTConfig& config() const { return config_; }
+  const Activations& activations() const { return acts_; }
+  const core::Context& context() const { return ctx_; }
+  const comm::Grid2D& grid() const { return grid_; }
+  /// The shard spec of any parameter on any rank of this layout (for gather).
+  model::SpecOfRank spec_of() const;
+
+ private:
+  void ensure_buffers(int B, int T);
+  core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
+  void block_forward(int l, const float* x);
+  void block_backward(int l, const float* x);
+  void sum_replicated_gradients();
+
+  model::GPTConfig config_;
+  core::Context ctx_;
+  uint32_t seed_;
+  const comm::Grid2D& grid_;
+  int q_, i_, j_;
+  int Vb_;  // vocabulary rows of a block (and logit columns of a rank): ⌈V/q⌉
+  model::ParamSet params_;
+  Activations acts_;
+  BackwardScratch scratch_;
+  uint32_t step_ = 0;
+  bool train_ = true;
+};
+
+}  // namespace optimus::tp2d
