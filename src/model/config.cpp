@@ -36,8 +36,10 @@ GPTConfig GPTConfig::named(const std::string& name) {
     c.n_layer = 4, c.n_embd = 256, c.n_head = 4, c.n_positions = 128;
   } else if (name == "small") {
     c.n_layer = 6, c.n_embd = 384, c.n_head = 6, c.n_positions = 256;
+  } else if (name == "tiny9") {  // tiny with 9 heads of 32: 1D on 9 ranks and a 3×3 grid both fit
+    c.n_layer = 4, c.n_embd = 288, c.n_head = 9, c.n_positions = 128;
   } else {
-    throw ConfigError("unknown model name '" + name + "'; the named models are tiny and small");
+    throw ConfigError("unknown model name '" + name + "'; the named models are tiny, small and tiny9");
   }
   return c;
 }

@@ -22,8 +22,9 @@ struct GPTConfig {
   /// Throws core::ConfigError naming the first bad value and the fix.
   void validate() const;
 
-  /// The named configurations of the benchmarks: "tiny" (L4 C256 NH4 T128) and "small" (L6 C384 NH6
-  /// T256), both with the byte vocabulary. Throws ConfigError for another name.
+  /// The named configurations of the benchmarks: "tiny" (L4 C256 NH4 T128), "small" (L6 C384 NH6
+  /// T256) and "tiny9" (L4 C288 NH9 T128, for 9 ranks), all with the byte vocabulary. Throws
+  /// ConfigError for another name.
   static GPTConfig named(const std::string& name);
 
   /// Number of parameters (the tied LM head counted once).

@@ -1,4 +1,4 @@
-// The serial benchmark.
+// The benchmark: timed steps in any layout, and the largest batch under a per-rank memory budget.
 #include "train/bench.h"
 
 #include <omp.h>
@@ -28,6 +28,30 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The ledger's peak bytes per category, in MiB, as a JSON object.
+std::string memory_json(const core::MemoryLedger& ledger) {
+  std::string mem = "{";
+  for (int c = 0; c < core::kMemoryCategoryCount; ++c) {
+    const auto cat = static_cast<core::MemoryCategory>(c);
+    char item[96];
+    std::snprintf(item, sizeof item, "%s\"%s\": %.3f", c ? ", " : "", core::memory_category_name(cat),
+                  static_cast<double>(ledger.peak(cat)) / (1 << 20));
+    mem += item;
+  }
+  char total[64];
+  std::snprintf(total, sizeof total, ", \"total\": %.3f}", static_cast<double>(ledger.peak_total()) / (1 << 20));
+  return mem + total;
+}
+
+// Any tokens will do for timing and memory: a fixed pattern over the vocabulary.
+void bench_tokens(std::vector<int>& inputs, std::vector<int>& targets, int B, int T, int V) {
+  inputs.resize(static_cast<size_t>(B) * T), targets.resize(inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    inputs[k] = static_cast<int>((k * 7919) % static_cast<size_t>(V));
+    targets[k] = static_cast<int>((k * 104729 + 1) % static_cast<size_t>(V));
+  }
+}
+
 }  // namespace
 
 double measure_matmul_gflops() {
@@ -50,11 +74,8 @@ std::string bench(const BenchOptions& o, comm::World& world) {
   model::GPTConfig config = model::GPTConfig::named(o.model);
   const int B = o.batch, T = config.n_positions, V = config.vocab_size;
   core::MemoryLedger& ledger = core::MemoryLedger::host();
-  std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
-  for (size_t k = 0; k < inputs.size(); ++k) {  // any tokens will do for timing
-    inputs[k] = static_cast<int>((k * 7919) % static_cast<size_t>(V));
-    targets[k] = static_cast<int>((k * 104729 + 1) % static_cast<size_t>(V));
-  }
+  std::vector<int> inputs, targets;
+  bench_tokens(inputs, targets, B, T, V);
   std::vector<double> step_ms, forward_ms;
   comm::CommLedger step_comm;
   with_model(o.layout, config, 1, world, [&](auto& gpt) {
@@ -89,17 +110,7 @@ std::string bench(const BenchOptions& o, comm::World& world) {
   double matmul = measure_matmul_gflops();
   world.comm().all_reduce(&matmul, 1);
 
-  std::string mem = "{";
-  for (int c = 0; c < core::kMemoryCategoryCount; ++c) {
-    const auto cat = static_cast<core::MemoryCategory>(c);
-    char item[96];
-    std::snprintf(item, sizeof item, "%s\"%s\": %.3f", c ? ", " : "", core::memory_category_name(cat),
-                  static_cast<double>(ledger.peak(cat)) / (1 << 20));
-    mem += item;
-  }
-  char total[64];
-  std::snprintf(total, sizeof total, ", \"total\": %.3f}", static_cast<double>(ledger.peak_total()) / (1 << 20));
-  mem += total;
+  const std::string mem = memory_json(ledger);
 
   // Communication of one training step on this rank, by communicator and operation.
   std::string comm = "{";
@@ -129,6 +140,68 @@ std::string bench(const BenchOptions& o, comm::World& world) {
                 o.layout.c_str(), world.size(), o.model.c_str(), B, T, config.n_layer, config.n_embd, config.n_head, V,
                 n_params, omp_get_max_threads(), o.steps, step, fwd, 1e3 * tokens / step, gflops, matmul,
                 gflops / matmul, mem.c_str(), comm.c_str());
+  return line;
+}
+
+namespace {
+
+// Whether one training step at batch B fits `budget` bytes on every rank. Every rank of these layouts
+// allocates the same sizes in the same order, so all ranks meet the budget at the same allocation
+// and none is left waiting in a collective; the verdicts are still combined, to be sure.
+bool step_fits(const BenchOptions& o, const model::GPTConfig& config, int B, size_t budget, comm::World& world,
+               std::string& memory) {
+  core::MemoryLedger ledger(budget);
+  std::vector<int> inputs, targets;
+  bench_tokens(inputs, targets, B, config.n_positions, config.vocab_size);
+  int failed = 0;
+  try {
+    with_model(o.layout, config, 1, world, core::cpu_context(ledger), [&](auto& gpt) {
+      AdamW opt(gpt.params(), gpt.context(), AdamWOptions{});
+      gpt.params().zero_grads();
+      gpt.forward(inputs.data(), targets.data(), B, config.n_positions, 0);
+      gpt.backward();
+      gpt.clip_gradients(1.0f);
+      opt.update(gpt.params(), 1e-4f);
+      return 0;
+    });
+  } catch (const core::MemoryBudgetExceeded&) {
+    failed = 1;
+  }
+  world.comm().all_reduce(&failed, 1, comm::ReduceOp::max);
+  if (!failed) memory = memory_json(ledger);
+  return !failed;
+}
+
+}  // namespace
+
+std::string max_batch_under_budget(const BenchOptions& o, comm::World& world) {
+  model::GPTConfig config = model::GPTConfig::named(o.model);
+  const int step = o.layout == "2d" ? comm::Grid2D::side(world.size()) : 1;  // batch split of the layout
+  const auto budget = static_cast<size_t>(o.budget_mib * (1 << 20));
+  std::string memory = "{}", probe;
+  int fits = 0, fails = 0;  // multiples of `step`: the largest known to fit, the smallest known not to
+  for (int k = 1; fails == 0; k *= 2) {
+    if (step_fits(o, config, k * step, budget, world, probe)) {
+      fits = k, memory = probe;
+    } else {
+      fails = k;
+    }
+  }
+  while (fails - fits > 1) {
+    const int mid = (fits + fails) / 2;
+    if (step_fits(o, config, mid * step, budget, world, probe)) {
+      fits = mid, memory = probe;
+    } else {
+      fails = mid;
+    }
+  }
+  char line[1024];
+  std::snprintf(line, sizeof line,
+                "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"model\": \"%s\", \"T\": %d, "
+                "\"L\": %d, \"C\": %d, \"NH\": %d, \"budget_mib\": %.1f, \"batch_multiple_of\": %d, "
+                "\"max_batch\": %d, \"peak_memory_mib_at_max\": %s}",
+                o.layout.c_str(), world.size(), o.model.c_str(), config.n_positions, config.n_layer, config.n_embd,
+                config.n_head, o.budget_mib, step, fits * step, memory.c_str());
   return line;
 }
 

@@ -16,13 +16,20 @@ struct BenchOptions {
   std::string layout = "serial";  // serial, 1d or 2d (train/layouts.h)
   std::string model = "tiny";     // a named configuration (GPTConfig::named)
   int batch = 8;
-  int steps = 7;   // measured steps (the median is reported)
-  int warmup = 2;  // steps run first and not measured
+  int steps = 7;          // measured steps (the median is reported)
+  int warmup = 2;         // steps run first and not measured
+  double budget_mib = 0;  // > 0: instead of timing, find the largest batch that fits this per rank
 };
 
 /// Runs the benchmark of options.layout on this world (collective) and returns its JSON line
 /// (rank 0's timings; memory and communication per rank, which are the same on every rank here).
 std::string bench(const BenchOptions& options, comm::World& world);
+
+/// The largest batch B (a multiple of the layout's batch split: q in 2D, else 1) whose training
+/// step — model, gradients, AdamW state, activations, communication buffers and scratch — fits
+/// options.budget_mib per rank, the budget enforced by the memory ledger (an allocation past it
+/// throws). Doubling, then bisection; one training step per probe. Collective; its JSON line.
+std::string max_batch_under_budget(const BenchOptions& options, comm::World& world);
 
 /// The sgemm rate of this machine in GFLOP/s: the median of 5 products of 1024×1024 matrices.
 double measure_matmul_gflops();

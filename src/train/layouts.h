@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "comm/grid.h"
 #include "comm/world.h"
@@ -17,13 +18,12 @@
 
 namespace optimus::train {
 
-/// Builds the model of `layout` for this world (initialised from `seed`) and returns body(model).
-/// A layout that does not fit the world, or a size not divisible, is a core::ConfigError raised
-/// identically on every rank before any communication.
+/// Builds the model of `layout` for this world (initialised from `seed`, its memory on `ctx`) and
+/// returns body(model). A layout that does not fit the world, or a size not divisible, is a
+/// core::ConfigError raised identically on every rank before any communication.
 template <typename Body>
 int with_model(const std::string& layout, const model::GPTConfig& config, uint32_t seed, comm::World& world,
-               Body&& body) {
-  const core::Context ctx = core::cpu_context();
+               const core::Context& ctx, Body&& body) {
   if (layout == "serial") {
     if (world.size() != 1) {
       throw core::ConfigError("the serial layout runs on 1 process, but the world has " + std::to_string(world.size()) +
@@ -45,6 +45,25 @@ int with_model(const std::string& layout, const model::GPTConfig& config, uint32
     return body(gpt);
   }
   throw core::ConfigError("unknown layout '" + layout + "'; choose serial, 1d or 2d");
+}
+
+/// Throws core::ConfigError, on every rank alike, unless the layout can split a batch of B
+/// sequences: 2D cuts the batch over the q rows of its grid. (The model checks it again.)
+inline void require_batch_fits(const std::string& layout, int B, comm::World& world) {
+  if (layout != "2d") return;
+  const int q = comm::Grid2D::side(world.size());
+  if (B % q != 0) {
+    throw core::ConfigError("the 2D layout splits the batch over the q = " + std::to_string(q) +
+                            " rows of the grid, but --batch " + std::to_string(B) + " is not divisible by " +
+                            std::to_string(q) + "; choose --batch a multiple of " + std::to_string(q));
+  }
+}
+
+/// The same on the CPU, recording into the process's host ledger.
+template <typename Body>
+int with_model(const std::string& layout, const model::GPTConfig& config, uint32_t seed, comm::World& world,
+               Body&& body) {
+  return with_model(layout, config, seed, world, core::cpu_context(), std::forward<Body>(body));
 }
 
 }  // namespace optimus::train

@@ -38,6 +38,7 @@ int cmd_eval(comm::World& world, const std::string& checkpoint, const std::strin
                             std::to_string(config.n_positions));
   }
   if (B <= 0 || T <= 0 || batches <= 0) throw core::ConfigError("--batch, --seq and --batches must be positive");
+  train::require_batch_fits(layout, B, world);
   train::TokenFile data = train::TokenFile::load(data_path);
   train::require_tokens_for_eval(data, B, T, batches);
   return train::with_model(layout, config, 0, world, [&](auto& gpt) {
@@ -122,10 +123,14 @@ int main(int argc, char** argv) {
     train::BenchOptions b_opt;
     auto* bench_cmd = app.add_subcommand("bench", "time training steps of a named model; one JSON line");
     bench_cmd->add_option("--layout", b_opt.layout, "serial, 1d or 2d")->capture_default_str();
-    bench_cmd->add_option("--model", b_opt.model, "tiny or small")->capture_default_str();
+    bench_cmd->add_option("--model", b_opt.model, "tiny, small or tiny9")->capture_default_str();
     bench_cmd->add_option("--batch", b_opt.batch, "sequences per step B")->capture_default_str();
     bench_cmd->add_option("--steps", b_opt.steps, "measured steps (median reported)")->capture_default_str();
     bench_cmd->add_option("--warmup", b_opt.warmup, "unmeasured steps first")->capture_default_str();
+    bench_cmd
+        ->add_option("--max-batch-budget", b_opt.budget_mib,
+                     "instead of timing: the largest batch whose training step fits this many MiB per rank")
+        ->check(CLI::NonNegativeNumber);
 
     try {
       app.parse(argc, argv);
@@ -149,7 +154,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*bench_cmd) {
-      const std::string line = train::bench(b_opt, world);
+      const std::string line =
+          b_opt.budget_mib > 0 ? train::max_batch_under_budget(b_opt, world) : train::bench(b_opt, world);
       world.print0("%s\n", line.c_str());
       return 0;
     }

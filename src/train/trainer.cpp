@@ -185,6 +185,7 @@ int train(const TrainOptions& o, comm::World& world) {
   if (o.steps <= 0)
     throw core::ConfigError("the number of steps (--steps) must be positive, but is " + std::to_string(o.steps));
   o.model.validate();
+  require_batch_fits(o.layout, B, world);
 
   TokenFile train_data = TokenFile::load(o.data);
   TokenFile val_data = o.val.empty() ? train_data.split_tail(0.1) : TokenFile::load(o.val);
