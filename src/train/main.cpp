@@ -13,6 +13,7 @@
 #include "train/bench.h"
 #include "train/checkpointing.h"
 #include "train/data.h"
+#include "train/json_config.h"
 #include "train/layouts.h"
 #include "train/sample.h"
 #include "train/trainer.h"
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
     train::TrainOptions t;
     auto* train_cmd = app.add_subcommand("train", "train a GPT on a text file");
     train_cmd->add_option("--layout", t.layout, "serial, 1d or 2d")->capture_default_str();
-    train_cmd->add_option("--data", t.data, "training text file (its bytes are the tokens)")->required();
+    train_cmd->add_option("--data", t.data, "training text file (its bytes are the tokens); required");
     train_cmd->add_option("--val", t.val, "validation text file (default: the last 10% of --data)");
     train_cmd->add_option("--out", t.out, "folder for checkpoints and metrics.jsonl")->capture_default_str();
     train_cmd->add_option("--resume", t.resume, "checkpoint folder to continue from");
@@ -85,6 +86,15 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     train_cmd->add_option("--keep", t.keep, "keep the newest K step checkpoints (0: all)")->capture_default_str();
     train_cmd->add_option("--sample", t.sample_tokens, "print a sample of N bytes at the end")->capture_default_str();
+    train_cmd
+        ->add_option("--progress", t.progress, "live (one line rewritten in place), lines, or auto: live on a terminal")
+        ->capture_default_str();
+    std::string t_config;
+    train_cmd->add_option("--config", t_config,
+                          "JSON file of flag: value pairs, e.g. {\"layers\": 2, \"lr\": 3e-3}; flags given on the "
+                          "command line win");
+    // Test-only (hidden from --help): the robustness tests' way to make a loss NaN.
+    train_cmd->add_option("--inject-nan-at-step", t.inject_nan_at_step)->group("");
 
     // eval
     std::string e_ckpt, e_data, e_layout = "serial";
@@ -142,7 +152,12 @@ int main(int argc, char** argv) {
       throw core::ConfigError(std::string(e.what()) + "; see --help");
     }
 
-    if (*train_cmd) return train::train(t, world);
+    if (*train_cmd) {
+      if (!t_config.empty()) train::apply_json_config(*train_cmd, t_config);
+      if (t.data.empty())
+        throw core::ConfigError("--data is required (on the command line or in --config); see --help");
+      return train::train(t, world);
+    }
     if (*eval_cmd) return cmd_eval(world, e_ckpt, e_data, e_batch, e_seq, e_batches, e_layout);
     if (*init_cmd) {
       i_model.validate();

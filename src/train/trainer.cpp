@@ -8,8 +8,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <vector>
+
+#include <unistd.h>
 
 #include "core/errors.h"
 #include "train/checkpointing.h"
@@ -96,6 +99,58 @@ class MetricsFile {
   std::ofstream out_;
 };
 
+// What a run prints as it goes (rank 0). Live: one line — step, loss, tokens/s, ETA — rewritten in
+// place on a terminal, with validation and checkpoint lines printed above it. Lines: the plain log
+// line every --log-interval steps (for logs, pipes and mpirun's forwarded output).
+class Progress {
+ public:
+  Progress(const TrainOptions& o, comm::World& world) : world_(world), steps_(o.steps), every_(o.log_interval) {
+    live_ = o.progress == "live" || (o.progress == "auto" && world.rank() == 0 && isatty(STDOUT_FILENO));
+  }
+  /// After a step: the live line, or the log line when one is due. `done` counts this run's steps.
+  void step(int step, float loss, float norm, float lr, double ms, double tok_s, int done, double elapsed_s) {
+    if (live_) {
+      const int eta = static_cast<int>(elapsed_s / done * (steps_ - step - 1) + 0.5);
+      world_.print0("\r\033[Kstep %5d/%d | loss %.4f | %.0f tok/s | ETA %dm%02ds", step + 1, steps_, loss, tok_s,
+                    eta / 60, eta % 60);
+      if (step + 1 == steps_) world_.print0("\n");
+    } else if (every_ > 0 && (step % every_ == 0 || step + 1 == steps_)) {
+      world_.print0("step %5d/%d | loss %.4f | grad norm %.3f | lr %.2e | %.1f ms | %.0f tok/s\n", step + 1, steps_,
+                    loss, norm, lr, ms, tok_s);
+    }
+  }
+  /// A line that stays (validation, checkpoint, error), printed above the live line.
+  void note(const std::string& line) { world_.print0("%s%s\n", live_ ? "\r\033[K" : "", line.c_str()); }
+
+ private:
+  comm::World& world_;
+  int steps_, every_;
+  bool live_ = false;
+};
+
+// Rank 0 makes the output folder and writes a probe file into it; every rank learns the verdict, so
+// an unwritable --out is one sentence before any training, not an error after the last step.
+void require_writable_folder(const std::string& out, comm::World& world) {
+  namespace fs = std::filesystem;
+  std::string why;
+  if (world.rank() == 0) {
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    const fs::path probe = fs::path(out) / ".optimus_write_test";
+    if (!ec) {
+      std::ofstream f(probe);
+      if (!(f << "ok")) ec = std::make_error_code(std::errc::permission_denied);
+    }
+    std::error_code ignored;
+    fs::remove(probe, ignored);
+    if (ec || !fs::is_directory(out, ignored)) {
+      why = "cannot write the output folder " + out + " (" + (ec ? ec.message() : "not a folder") +
+            "); choose --out a folder you can write";
+    }
+  }
+  if (!world.all_agree(why.empty())) throw core::ConfigError(why.empty() ? "rank 0 cannot write --out" : why);
+}
+
 // The loop itself, for the model of any layout.
 template <typename Model>
 int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const TokenFile& train_data,
@@ -128,14 +183,20 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
   std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
   char line[512];
   std::string last_dir;
+  Progress progress(o, world);
+  const core::MemoryLedger& ledger = *gpt.context().ledger;
+  const auto run_start = std::chrono::steady_clock::now();
   for (int step = start; step < o.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     sample_batch(inputs.data(), targets.data(), train_data, B, T, o.seed, static_cast<uint64_t>(step));
     gpt.params().zero_grads();
-    const float loss = gpt.forward(inputs.data(), targets.data(), B, T, static_cast<uint32_t>(step));
+    float loss = gpt.forward(inputs.data(), targets.data(), B, T, static_cast<uint32_t>(step));
+    if (step + 1 == o.inject_nan_at_step) loss = std::numeric_limits<float>::quiet_NaN();  // test-only
     if (!std::isfinite(loss)) {
-      world.print0("error: the loss became %f at step %d; stopping (the last checkpoint in %s is kept)\n", loss,
-                   step + 1, o.out.c_str());
+      // Every rank has the same loss, so every rank stops here, and nothing after the last
+      // checkpoint is written.
+      progress.note("error: the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
+                    "; stopping (the last checkpoint in " + o.out + " is kept)");
       return 1;
     }
     gpt.backward();
@@ -144,25 +205,27 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
     opt.update(gpt.params(), lr);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const double tok_s = 1000.0 * B * T / ms;
-    if (o.log_interval > 0 && (step % o.log_interval == 0 || step + 1 == o.steps)) {
-      world.print0("step %5d/%d | loss %.4f | grad norm %.3f | lr %.2e | %.1f ms | %.0f tok/s\n", step + 1, o.steps,
-                   loss, norm, lr, ms, tok_s);
-    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+    progress.step(step, loss, norm, lr, ms, tok_s, step - start + 1, elapsed);
     std::snprintf(line, sizeof line,
                   "{\"step\": %d, \"train_loss\": %.6f, \"grad_norm\": %.6f, \"lr\": %.6e, \"ms\": %.3f, "
-                  "\"tokens_per_s\": %.1f}",
-                  step + 1, loss, norm, lr, ms, tok_s);
+                  "\"tokens_per_s\": %.1f, \"peak_mib\": %.3f, \"peak_activations_mib\": %.3f}",
+                  step + 1, loss, norm, lr, ms, tok_s, static_cast<double>(ledger.peak_total()) / (1 << 20),
+                  static_cast<double>(ledger.peak(core::MemoryCategory::activations)) / (1 << 20));
     metrics.write(line);
     const bool last = step + 1 == o.steps;
+    char note[256];
     if ((o.eval_interval > 0 && (step + 1) % o.eval_interval == 0) || last) {
       const double val = evaluate(gpt, val_data, B, T, eval_batches);
-      world.print0("step %5d/%d | validation loss %.4f\n", step + 1, o.steps, val);
+      std::snprintf(note, sizeof note, "step %5d/%d | validation loss %.4f", step + 1, o.steps, val);
+      progress.note(note);
       std::snprintf(line, sizeof line, "{\"step\": %d, \"val_loss\": %.6f}", step + 1, val);
       metrics.write(line);
     }
     if ((o.checkpoint_interval > 0 && (step + 1) % o.checkpoint_interval == 0) || last) {
       last_dir = save_step_checkpoint(o, gpt, opt, step + 1, world);
-      world.print0("step %5d/%d | checkpoint saved to %s\n", step + 1, o.steps, last_dir.c_str());
+      std::snprintf(note, sizeof note, "step %5d/%d | checkpoint saved to %s", step + 1, o.steps, last_dir.c_str());
+      progress.note(note);
     }
   }
   if (o.sample_tokens > 0 && world.rank() == 0 && !last_dir.empty()) {
@@ -194,7 +257,10 @@ int train(const TrainOptions& o, comm::World& world) {
       1, std::min<int>(o.eval_batches, static_cast<int>((val_data.tokens.size() - 1) / (static_cast<size_t>(B) * T))));
   require_tokens_for_eval(val_data, B, T, eval_batches);
 
-  if (world.rank() == 0) std::filesystem::create_directories(o.out);
+  if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
+    throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
+  }
+  require_writable_folder(o.out, world);
   return with_model(o.layout, o.model, o.seed, world,
                     [&](auto& gpt) { return run_training(o, world, gpt, train_data, val_data, eval_batches); });
 }

@@ -32,9 +32,11 @@ struct TrainOptions {
   int log_interval = 1;
   int eval_interval = 50;  // 0: only at the end
   int eval_batches = 8;
-  int checkpoint_interval = 0;  // 0: only at the end
-  int keep = 3;                 // keep the newest K step checkpoints (0: keep all)
-  int sample_tokens = 0;        // print a sample of this many bytes at the end
+  int checkpoint_interval = 0;    // 0: only at the end
+  int keep = 3;                   // keep the newest K step checkpoints (0: keep all)
+  int sample_tokens = 0;          // print a sample of this many bytes at the end
+  std::string progress = "auto";  // live (one line rewritten in place), lines, or auto (live on a terminal)
+  int inject_nan_at_step = 0;     // test-only: the loss of this step (from 1) becomes NaN (0: never)
 };
 
 /// Runs the training described by `o` and returns the process exit code. Rank 0 prints.
