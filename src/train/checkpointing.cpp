@@ -103,4 +103,24 @@ TrainState load_train_state(const std::string& dir, const model::ParamSet& param
   return s;
 }
 
+void save_gradients(const std::string& dir, const model::ParamSet& params, const model::SpecOfRank& spec_of,
+                    comm::World& world) {
+  std::vector<model::SafeTensor> grads;
+  for (const auto& t : params.tensors) {
+    const auto full = model::gather_canonical(t, t.grad.data(), world.comm(), spec_of);
+    grads.push_back(model::SafeTensor::from_floats(t.info.name, t.spec.canonical, full.data()));
+  }
+  std::string error;
+  if (world.rank() == 0) {
+    try {
+      model::write_safetensors((std::filesystem::path(dir) / "gradients.safetensors").string(), grads);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (!world.all_agree(error.empty())) {
+    throw core::ConfigError(world.rank() == 0 ? error : "rank 0 could not write the gradients");
+  }
+}
+
 }  // namespace optimus::train

@@ -36,6 +36,12 @@ void load_weights(const std::string& dir, const model::GPTConfig& config, model:
 /// does not match the parameters.
 TrainState load_train_state(const std::string& dir, const model::ParamSet& params, AdamW& opt);
 
+/// Collective: writes the canonical gradients of `params` (as the optimizer last used them) to
+/// dir/gradients.safetensors, under the parameters' names, on rank 0 — for comparing layouts
+/// (scripts/compare.sh). A failure to write is a ConfigError on every rank.
+void save_gradients(const std::string& dir, const model::ParamSet& params, const model::SpecOfRank& spec_of,
+                    comm::World& world);
+
 /// The config.json of a checkpoint directory.
 model::GPTConfig load_checkpoint_config(const std::string& dir);
 

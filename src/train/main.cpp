@@ -93,6 +93,9 @@ int main(int argc, char** argv) {
     train_cmd->add_option("--config", t_config,
                           "JSON file of flag: value pairs, e.g. {\"layers\": 2, \"lr\": 3e-3}; flags given on the "
                           "command line win");
+    train_cmd->add_flag(
+        "--save-gradients", t.save_gradients,
+        "each checkpoint also holds its step's gradients (gradients.safetensors), for scripts/compare.sh");
     // Test-only (hidden from --help): the robustness tests' way to make a loss NaN.
     train_cmd->add_option("--inject-nan-at-step", t.inject_nan_at_step)->group("");
 

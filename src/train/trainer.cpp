@@ -66,6 +66,7 @@ std::string save_step_checkpoint(const TrainOptions& o, const Model& gpt, const 
   if (world.rank() == 0) fs::remove_all(tmp_dir);
   save_checkpoint(tmp_dir.string(), o.model, gpt.params(), gpt.spec_of(), world, &opt,
                   TrainState{step, o.seed, o.layout, continuation_flags(o)});
+  if (o.save_gradients) save_gradients(tmp_dir.string(), gpt.params(), gpt.spec_of(), world);
   if (world.rank() != 0) return final_dir.string();
   fs::remove_all(final_dir);
   fs::rename(tmp_dir, final_dir);

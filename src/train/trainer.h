@@ -37,6 +37,7 @@ struct TrainOptions {
   int sample_tokens = 0;          // print a sample of this many bytes at the end
   std::string progress = "auto";  // live (one line rewritten in place), lines, or auto (live on a terminal)
   int inject_nan_at_step = 0;     // test-only: the loss of this step (from 1) becomes NaN (0: never)
+  bool save_gradients = false;    // each step checkpoint also holds the step's gradients (scripts/compare.sh)
 };
 
 /// Runs the training described by `o` and returns the process exit code. Rank 0 prints.
