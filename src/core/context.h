@@ -1,23 +1,50 @@
 // The Context every op receives: which backend runs it (CPU or CUDA) and which ledger records its
-// memory. Ops dispatch on ctx.device; the CUDA fields are filled by the CUDA backend (issue 7).
+// memory. Ops dispatch on ctx.device (core/dispatch.h). A CUDA context also carries the stream its
+// ops run on and the cuBLAS handle bound to that stream; it shares the ownership of both, so they
+// live as long as any copy of the context. Also here: moving numbers between the host and a
+// context's device, for stages that keep their tensors on a GPU (chapter 01's GPU section).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <type_traits>
 
 #include "core/memory_ledger.h"
 #include "core/tensor.h"
 
 namespace optimus::core {
 
+/// The stream, the cuBLAS handle and the device of a CUDA context (defined by the CUDA backend).
+struct CudaResources;
+
 struct Context {
   Device device = Device::cpu;
   MemoryLedger* ledger = &MemoryLedger::host();
+  int cuda_device = -1;           // the GPU's index when device == cuda
   void* cuda_stream = nullptr;    // cudaStream_t when device == cuda
   void* cublas_handle = nullptr;  // cublasHandle_t when device == cuda
+  /// Owns cuda_stream and cublas_handle: they are destroyed with the last copy of the context.
+  std::shared_ptr<const CudaResources> cuda_resources;
 };
 
 /// A CPU context recording into `ledger` (the process's host ledger by default).
 Context cpu_context(MemoryLedger& ledger = MemoryLedger::host());
+
+/// How a CUDA context runs its matrix products.
+struct CudaOptions {
+  /// Let cuBLAS round float32 operands to TF32 on the tensor cores (about 1e-3 relative error
+  /// instead of 1e-7). Off by default: the equivalence tests compare float32 to 1e-5.
+  bool allow_tf32 = false;
+};
+
+/// A CUDA context on GPU `device_index`, recording device memory into `ledger`: makes that GPU
+/// current for the calling thread (Buffers on Device::cuda are allocated there), creates a stream
+/// and a cuBLAS handle on it (default float32 math: no TF32 unless options ask for it). Throws
+/// std::runtime_error naming the index and the GPUs found if there is no such GPU, or the build
+/// has no CUDA backend.
+Context cuda_context(MemoryLedger& ledger, int device_index, CudaOptions options = {});
 
 /// Whether this build has the CUDA backend compiled in.
 bool cuda_backend_built();
@@ -29,5 +56,45 @@ std::string cuda_device_report();
 
 /// Number of usable GPUs (0 when none, or when the backend is not built).
 int cuda_device_count();
+
+// ---- moving numbers between the host and the context's device -------------------------------
+// On a CPU context these are plain memcpy. On a CUDA context they are ordered on its stream and
+// return when the copy is complete, so the host may read (or reuse) its side at once.
+
+/// device_dst = host_src, `bytes` bytes.
+void copy_bytes_to_device(const Context& ctx, void* device_dst, const void* host_src, size_t bytes);
+/// host_dst = device_src, `bytes` bytes; waits for the work queued before it on the stream.
+void copy_bytes_to_host(const Context& ctx, void* host_dst, const void* device_src, size_t bytes);
+/// device_dst = device_src, `bytes` bytes, both on the context's device (they must not overlap).
+void copy_bytes_on_device(const Context& ctx, void* device_dst, const void* device_src, size_t bytes);
+
+/// dst (n) on the device = src (n) on the host: floats (activations) or ints (token ids, targets).
+template <typename T>
+void copy_to_device(const Context& ctx, T* dst, const T* src, int64_t n) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  copy_bytes_to_device(ctx, dst, src, static_cast<size_t>(n) * sizeof(T));
+}
+/// dst (n) on the host = src (n) on the device.
+template <typename T>
+void copy_to_host(const Context& ctx, T* dst, const T* src, int64_t n) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  copy_bytes_to_host(ctx, dst, src, static_cast<size_t>(n) * sizeof(T));
+}
+/// dst (n) = src (n), both on the device.
+template <typename T>
+void copy_on_device(const Context& ctx, T* dst, const T* src, int64_t n) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  copy_bytes_on_device(ctx, dst, src, static_cast<size_t>(n) * sizeof(T));
+}
+
+/// Waits until every op queued on the context has finished (a no-op on the CPU). Timing a GPU
+/// region needs it, or CUDA events, on both ends (DESIGN §12).
+void synchronize(const Context& ctx);
+
+/// out (one double, host memory) = Σ x over x (n) on the context's device, accumulated in double
+/// in chunks of 2^14 elements summed in order, then the chunks in order: for n ≤ 2^14 exactly the
+/// sequential double sum, and the same bits on the CPU and the GPU. (A stage sums its per-token
+/// losses with it without copying them to the host.)
+void sum(const Context& ctx, double* out, const float* x, int64_t n);
 
 }  // namespace optimus::core

@@ -1,4 +1,5 @@
-// Shapes and ledger-recorded buffers. Device (CUDA) buffers come with the CUDA backend.
+// Shapes and ledger-recorded buffers. Device memory comes from core/cuda/device.cu (or, in a build
+// without the CUDA backend, from no_cuda.cpp, which says so).
 #include "core/tensor.h"
 
 #include <cstdlib>

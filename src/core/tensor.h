@@ -1,7 +1,9 @@
 // Tensor views and owning buffers: the kernel core's two ways of holding numbers.
 // A TensorView is a non-owning (pointer, shape, device) triple; a Buffer owns an allocation that is
 // recorded in a MemoryLedger under a category, and releases it (and its ledger entry) when destroyed.
-// Everything the stages hold lives in Buffers; ops take raw pointers taken from views.
+// Everything the stages hold lives in Buffers (token ids in IntBuffers); ops take raw pointers
+// taken from views. A Buffer on Device::cuda lives in the current GPU's memory (cuda_context makes
+// a GPU current), zero-initialised like a CPU one.
 #pragma once
 
 #include <cstddef>
@@ -70,6 +72,25 @@ class Buffer {
   Device device_ = Device::cpu;
   MemoryLedger* ledger_ = nullptr;
   MemoryCategory category_ = MemoryCategory::workspace;
+};
+
+/// An owning allocation of int32 numbers (token ids, targets), on the CPU or a GPU: a Buffer's
+/// allocation (4 bytes per element, recorded and released the same way) seen as int.
+class IntBuffer {
+ public:
+  IntBuffer() = default;
+  IntBuffer(MemoryLedger& ledger, MemoryCategory category, Shape shape, Device device = Device::cpu)
+      : storage_(ledger, category, std::move(shape), device) {}
+
+  int* data() const { return reinterpret_cast<int*>(storage_.data()); }
+  const Shape& shape() const { return storage_.shape(); }
+  Device device() const { return storage_.device(); }
+  int64_t numel() const { return storage_.numel(); }
+  size_t bytes() const { return storage_.bytes(); }
+
+ private:
+  static_assert(sizeof(int) == sizeof(float), "an IntBuffer reuses a Buffer's 4-byte elements");
+  Buffer storage_;
 };
 
 }  // namespace optimus::core

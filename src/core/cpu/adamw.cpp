@@ -3,6 +3,7 @@
 // on whatever shard of a parameter it holds and the shards stay equal to the serial update.
 #include <cmath>
 
+#include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
 
@@ -10,7 +11,7 @@ namespace optimus::core {
 
 void adamw_update(const Context& ctx, float* param, float* m, float* v, const float* grad, int64_t n,
                   const AdamWConfig& cfg) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::adamw_update(ctx, param, m, v, grad, n, cfg));
   // Scalars are worked out in double once, as PyTorch does in Python, then used in float.
   const double beta1 = cfg.beta1, beta2 = cfg.beta2, lr = cfg.lr;
   const float decay = static_cast<float>(1.0 - lr * cfg.weight_decay);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
 
@@ -24,7 +25,7 @@ int real_columns(int Vl, int v0, int V_real) {
 
 void crossentropy_partial_max(const Context& ctx, float* maxes, const float* logits, int N, int Vl, int v0,
                               int V_real) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::crossentropy_partial_max(ctx, maxes, logits, N, Vl, v0, V_real));
   const int V_here = real_columns(Vl, v0, V_real);
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
@@ -37,7 +38,7 @@ void crossentropy_partial_max(const Context& ctx, float* maxes, const float* log
 
 void crossentropy_partial_sumexp(const Context& ctx, float* sumexp, const float* logits, const float* maxes, int N,
                                  int Vl, int v0, int V_real) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::crossentropy_partial_sumexp(ctx, sumexp, logits, maxes, N, Vl, v0, V_real));
   const int V_here = real_columns(Vl, v0, V_real);
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
@@ -51,7 +52,7 @@ void crossentropy_partial_sumexp(const Context& ctx, float* sumexp, const float*
 
 void crossentropy_partial_target(const Context& ctx, float* target_logit, const float* logits, const int* targets,
                                  int N, int Vl, int v0) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::crossentropy_partial_target(ctx, target_logit, logits, targets, N, Vl, v0));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const int v = targets[n] - v0;
@@ -62,7 +63,7 @@ void crossentropy_partial_target(const Context& ctx, float* target_logit, const 
 
 void crossentropy_losses(const Context& ctx, float* losses, const float* maxes, const float* sumexp,
                          const float* target_logit, int N) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::crossentropy_losses(ctx, losses, maxes, sumexp, target_logit, N));
   // max − target first: when the logits are large, adding the small log(sumexp) to max alone
   // would round away its low digits. Element by element, so losses may alias any input
   // (crossentropy_forward relies on that).
@@ -82,7 +83,8 @@ void crossentropy_forward(const Context& ctx, float* losses, float* maxes, float
 
 void crossentropy_backward(const Context& ctx, float* dlogits, const float* logits, const float* maxes,
                            const float* sumexp, const int* targets, float dloss, int N, int Vl, int v0, int V_real) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx,
+                   cuda::crossentropy_backward(ctx, dlogits, logits, maxes, sumexp, targets, dloss, N, Vl, v0, V_real));
   if (dlogits == nullptr) return;
   const int V_here = real_columns(Vl, v0, V_real);
 #pragma omp parallel for schedule(static)

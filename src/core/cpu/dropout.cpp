@@ -3,6 +3,7 @@
 // recomputes the mask instead of storing it.
 #include <algorithm>
 
+#include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
 
@@ -35,7 +36,7 @@ int64_t GlobalBlock::global_index(int64_t k) const {
 }
 
 void dropout_forward(const Context& ctx, float* out, const float* inp, const DropoutSpec& spec) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::dropout_forward(ctx, out, inp, spec));
   const int64_t n = spec.block.numel();
   if (spec.p == 0.0f) {
     if (out != inp) std::copy(inp, inp + n, out);
@@ -50,7 +51,7 @@ void dropout_forward(const Context& ctx, float* out, const float* inp, const Dro
 }
 
 void dropout_backward(const Context& ctx, float* dinp, const float* dout, const DropoutSpec& spec) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::dropout_backward(ctx, dinp, dout, spec));
   if (dinp == nullptr) return;
   const int64_t n = spec.block.numel();
   const float keep_scale = spec.p == 0.0f ? 1.0f : 1.0f / (1.0f - spec.p);

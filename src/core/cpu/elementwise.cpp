@@ -5,19 +5,20 @@
 #include <cmath>
 #include <vector>
 
+#include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
 
 namespace optimus::core {
 
 void residual_forward(const Context& ctx, float* out, const float* a, const float* b, int64_t n) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::residual_forward(ctx, out, a, b, n));
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < n; ++k) out[k] = a[k] + b[k];
 }
 
 void residual_backward(const Context& ctx, float* da, float* db, const float* dout, int64_t n) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::residual_backward(ctx, da, db, dout, n));
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < n; ++k) {
     if (da != nullptr) da[k] += dout[k];
@@ -26,18 +27,18 @@ void residual_backward(const Context& ctx, float* da, float* db, const float* do
 }
 
 void zero(const Context& ctx, float* x, int64_t n) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::zero(ctx, x, n));
   std::fill(x, x + n, 0.0f);
 }
 
 void scale(const Context& ctx, float* x, float s, int64_t n) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::scale(ctx, x, s, n));
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < n; ++k) x[k] *= s;
 }
 
 void sum_squares(const Context& ctx, double* out, const float* x, int64_t n) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::sum_squares(ctx, out, x, n));
   // Fixed-size chunks summed in chunk order: the same double for any number of threads, so a
   // resumed run clips its gradients exactly as the original did.
   constexpr int64_t kChunk = 1 << 14;

@@ -4,6 +4,7 @@
 // block give zero rows, which the all-reduce (1D) or reduce-scatter (2D) then fills in.
 #include <algorithm>
 
+#include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
 
@@ -11,7 +12,7 @@ namespace optimus::core {
 
 void embedding_forward(const Context& ctx, float* out, const int* tokens, const float* wte, int N, int C, int v0,
                        int Vl) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::embedding_forward(ctx, out, tokens, wte, N, C, v0, Vl));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     float* out_n = out + static_cast<int64_t>(n) * C;  // (C)
@@ -27,7 +28,7 @@ void embedding_forward(const Context& ctx, float* out, const int* tokens, const 
 
 void embedding_backward(const Context& ctx, float* dwte, const float* dout, const int* tokens, int N, int C, int v0,
                         int Vl) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::embedding_backward(ctx, dwte, dout, tokens, N, C, v0, Vl));
   if (dwte == nullptr) return;
   // A token may occur many times, so threads split the columns, not the tokens: no two threads
   // touch one element, and every element sums its tokens in order n = 0, 1, ..., whatever the
@@ -49,7 +50,7 @@ void embedding_backward(const Context& ctx, float* dwte, const float* dout, cons
 }
 
 void position_add_forward(const Context& ctx, float* out, const float* wpe, int B, int T, int C) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::position_add_forward(ctx, out, wpe, B, T, C));
 #pragma omp parallel for collapse(2) schedule(static)
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
@@ -61,7 +62,7 @@ void position_add_forward(const Context& ctx, float* out, const float* wpe, int 
 }
 
 void position_add_backward(const Context& ctx, float* dwpe, const float* dout, int B, int T, int C) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::position_add_backward(ctx, dwpe, dout, B, T, C));
   // Each position t owns its row of dwpe, so threads split positions and sum over b in order.
   if (dwpe == nullptr) return;
 #pragma omp parallel for schedule(static)

@@ -3,6 +3,7 @@
 // `omp simd` loops, about 4x faster than one expf per element; GELU was a tenth of a training step.
 #include <cmath>
 
+#include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
 
@@ -18,7 +19,7 @@ constexpr float kGeluCube = 0.044715f;
 // 0.5 (1 + tanh(u)) = sigmoid(2u), so GELU is x · sigmoid(2u): one expf instead of tanhf, which
 // is several times slower in glibc, and no cancellation in 1 + tanh(u) for negative x.
 void gelu_forward(const Context& ctx, float* out, const float* inp, int64_t n) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::gelu_forward(ctx, out, inp, n));
 #pragma omp parallel for simd schedule(static)
   for (int64_t k = 0; k < n; ++k) {
     const float x = inp[k];
@@ -28,7 +29,7 @@ void gelu_forward(const Context& ctx, float* out, const float* inp, int64_t n) {
 }
 
 void gelu_backward(const Context& ctx, float* dinp, const float* inp, const float* dout, int64_t n) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::gelu_backward(ctx, dinp, inp, dout, n));
 #pragma omp parallel for simd schedule(static)
   for (int64_t k = 0; k < n; ++k) {
     const float x = inp[k];

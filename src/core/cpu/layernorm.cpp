@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
 #include "core/tensor.h"
@@ -14,7 +15,7 @@ namespace optimus::core {
 // ---- forward pieces --------------------------------------------------------------------------
 
 void layernorm_partial_sum(const Context& ctx, float* sum, const float* inp, int N, int C) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::layernorm_partial_sum(ctx, sum, inp, N, C));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const float* x = inp + static_cast<int64_t>(n) * C;  // (C)
@@ -26,7 +27,7 @@ void layernorm_partial_sum(const Context& ctx, float* sum, const float* inp, int
 
 void layernorm_partial_sqdev(const Context& ctx, float* sqdev, const float* inp, const float* sum, int N, int C,
                              int C_total) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::layernorm_partial_sqdev(ctx, sqdev, inp, sum, N, C, C_total));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const float* x = inp + static_cast<int64_t>(n) * C;  // (C)
@@ -42,7 +43,7 @@ void layernorm_partial_sqdev(const Context& ctx, float* sqdev, const float* inp,
 
 void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rstd, const float* inp, const float* sum,
                          const float* sqdev, const float* weight, const float* bias, int N, int C, int C_total) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::layernorm_normalize(ctx, out, mean, rstd, inp, sum, sqdev, weight, bias, N, C, C_total));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     // Read both statistics before writing either: mean may alias sum and rstd may alias sqdev.
@@ -60,7 +61,7 @@ void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rst
 
 void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx, const float* dout, const float* inp,
                                 const float* weight, const float* mean, const float* rstd, int N, int C) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::layernorm_backward_partial(ctx, sum_g, sum_gx, dout, inp, weight, mean, rstd, N, C));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const float* x = inp + static_cast<int64_t>(n) * C;    // (C)
@@ -79,7 +80,8 @@ void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx,
 void layernorm_backward_apply(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
                               const float* inp, const float* weight, const float* mean, const float* rstd,
                               const float* sum_g, const float* sum_gx, int N, int C, int C_total) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::layernorm_backward_apply(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, sum_g,
+                                                       sum_gx, N, C, C_total));
   if (dinp != nullptr) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; ++n) {
@@ -132,7 +134,7 @@ void layernorm_forward(const Context& ctx, float* out, float* mean, float* rstd,
 
 void layernorm_backward(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::layernorm_backward(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C));
   Buffer sums(*ctx.ledger, MemoryCategory::workspace, {2, N});  // (2, N): Σg and Σg·xhat per row
   float* sum_g = sums.data();
   float* sum_gx = sums.data() + N;

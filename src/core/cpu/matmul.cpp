@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
 
@@ -21,7 +22,7 @@ CBLAS_TRANSPOSE to_cblas(Trans t) {
 
 void matmul_strided(const Context& ctx, float* c, int ldc, const float* a, int lda, const float* b, int ldb, int M,
                     int N, int K, Trans ta, Trans tb, float alpha, float beta) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::matmul_strided(ctx, c, ldc, a, lda, b, ldb, M, N, K, ta, tb, alpha, beta));
   cblas_sgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -71,7 +72,7 @@ void linear_backward(const Context& ctx, float* dinp, float* dweight, float* dbi
 }
 
 void bias_add_forward(const Context& ctx, float* out, const float* bias, int N, int OC) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::bias_add_forward(ctx, out, bias, N, OC));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     float* row = out + static_cast<int64_t>(n) * OC;  // (OC)
@@ -80,7 +81,7 @@ void bias_add_forward(const Context& ctx, float* out, const float* bias, int N, 
 }
 
 void bias_add_backward(const Context& ctx, float* dbias, const float* dout, int N, int OC) {
-  OPTIMUS_CPU_OP(ctx);
+  OPTIMUS_DISPATCH(ctx, cuda::bias_add_backward(ctx, dbias, dout, N, OC));
   // Threads own strips of kStrip columns and walk down the rows, so every read is a whole cache
   // line and every column is summed in row order whatever the thread count (deterministic).
   constexpr int kStrip = 16;

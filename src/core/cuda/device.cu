@@ -1,15 +1,83 @@
-// CUDA device set-up: the probe that says whether (and which) GPUs are usable, and the device
-// allocations behind Buffers. On a machine without a driver, cudaGetDeviceCount returns
-// cudaErrorInsufficientDriver (or cudaErrorNoDevice); we turn that into "no GPU" and a sentence.
+// CUDA device set-up: the probe that says whether (and which) GPUs are usable, the CUDA context
+// (a stream and a cuBLAS handle, owned by CudaResources), the device allocations behind Buffers,
+// the host <-> device copies, and the error reports of the CUDA and cuBLAS check macros. On a
+// machine without a driver, cudaGetDeviceCount returns cudaErrorInsufficientDriver (or
+// cudaErrorNoDevice); we turn that into "no GPU" and a sentence.
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "core/context.h"
+#include "core/cuda/check.h"
+#include "core/cuda/common.cuh"
+#include "core/cuda/cuda_ops.h"
 #include "core/cuda/device_memory.h"
 
 namespace optimus::core {
+
+// ---- the errors of the check macros ------------------------------------------------------------
+
+namespace cuda::detail {
+
+namespace {
+
+const char* cuda_advice(cudaError_t code) {
+  switch (code) {
+    case cudaErrorMemoryAllocation:
+      return "the GPU is out of memory: use a smaller batch or model, or more ranks";
+    case cudaErrorInsufficientDriver:
+    case cudaErrorNoDevice:
+      return "no usable GPU here: run on the CPU device";
+    case cudaErrorInvalidDevice:
+      return "pass a device index below the number of GPUs that cuda_device_report() lists";
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+      return "a kernel touched memory outside its buffers (a host pointer or a wrong size?): rerun under "
+             "compute-sanitizer to find it; the context cannot be used after this";
+    case cudaErrorInvalidConfiguration:
+      return "a kernel was launched with an impossible grid: report the op and the sizes passed to it";
+    default:
+      return "check the sizes and pointers passed to the op; CUDA_LAUNCH_BLOCKING=1 makes the failing kernel "
+             "report itself";
+  }
+}
+
+const char* cublas_advice(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "cuBLAS could not start: check that the GPU is usable (cuda_device_report())";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "the GPU is out of memory: use a smaller batch or model, or more ranks";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "a size is negative or a leading dimension is smaller than its matrix's row: check the matmul's "
+             "M, N, K and strides";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "the product's kernel failed on the GPU: rerun under compute-sanitizer";
+    default:
+      return "check the matmul's arguments and that the handle belongs to the current GPU";
+  }
+}
+
+}  // namespace
+
+[[noreturn]] void cuda_failed(cudaError_t code, const char* call, const char* file, int line) {
+  throw std::runtime_error(std::string("CUDA call failed: ") + call + " at " + file + ":" + std::to_string(line) +
+                           ": expected cudaSuccess, got " + cudaGetErrorName(code) + " (" + cudaGetErrorString(code) +
+                           "); " + cuda_advice(code));
+}
+
+[[noreturn]] void cublas_failed(cublasStatus_t status, const char* call, const char* file, int line) {
+  throw std::runtime_error(std::string("cuBLAS call failed: ") + call + " at " + file + ":" + std::to_string(line) +
+                           ": expected CUBLAS_STATUS_SUCCESS, got " + cublasGetStatusName(status) + " (" +
+                           cublasGetStatusString(status) + "); " + cublas_advice(status));
+}
+
+}  // namespace cuda::detail
+
+// ---- the probe ---------------------------------------------------------------------------------
 
 bool cuda_backend_built() {
   return true;
@@ -46,13 +114,63 @@ std::string cuda_device_report() {
   return s;
 }
 
+// ---- the context -------------------------------------------------------------------------------
+
+/// What a CUDA context owns. Made once by cuda_context; every copy of the Context shares it, and
+/// the last one to go destroys the handle and the stream (queued work still completes).
+struct CudaResources {
+  int device = -1;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+
+  CudaResources() = default;
+  CudaResources(const CudaResources&) = delete;
+  CudaResources& operator=(const CudaResources&) = delete;
+  ~CudaResources() {
+    // No checks: a destructor must not throw, and at exit the driver may already be gone.
+    if (cublas != nullptr) cublasDestroy(cublas);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+};
+
+Context cuda_context(MemoryLedger& ledger, int device_index, CudaOptions options) {
+  const int count = cuda_device_count();
+  if (device_index < 0 || device_index >= count) {
+    throw std::runtime_error("cuda_context: there is no GPU " + std::to_string(device_index) + " (" +
+                             cuda_device_report() + "); pass an index in [0, " + std::to_string(count) +
+                             ") or use the CPU device");
+  }
+  OPTIMUS_CUDA_CHECK(cudaSetDevice(device_index));
+  auto resources = std::make_shared<CudaResources>();
+  resources->device = device_index;
+  // A blocking stream: it waits for the legacy default stream, where Buffer's cudaMemset runs.
+  OPTIMUS_CUDA_CHECK(cudaStreamCreate(&resources->stream));
+  OPTIMUS_CUBLAS_CHECK(cublasCreate(&resources->cublas));
+  OPTIMUS_CUBLAS_CHECK(cublasSetStream(resources->cublas, resources->stream));
+  // CUBLAS_DEFAULT_MATH computes float32 products in float32; TF32 only when asked for.
+  OPTIMUS_CUBLAS_CHECK(
+      cublasSetMathMode(resources->cublas, options.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+
+  Context ctx;
+  ctx.device = Device::cuda;
+  ctx.ledger = &ledger;
+  ctx.cuda_device = device_index;
+  ctx.cuda_stream = resources->stream;
+  ctx.cublas_handle = resources->cublas;
+  ctx.cuda_resources = std::move(resources);
+  return ctx;
+}
+
+// ---- Buffers' device memory ----------------------------------------------------------------------
+
 void* device_alloc_zeroed(size_t bytes) {
   void* p = nullptr;
   cudaError_t err = cudaMalloc(&p, bytes);
   if (err == cudaSuccess) err = cudaMemset(p, 0, bytes);
   if (err != cudaSuccess) {
     if (p != nullptr) cudaFree(p);
-    throw std::runtime_error("cudaMalloc of " + std::to_string(bytes) + " bytes failed: " + cudaGetErrorString(err));
+    throw std::runtime_error("cudaMalloc of " + std::to_string(bytes) + " bytes failed: " + cudaGetErrorString(err) +
+                             "; use a smaller batch or model, or more ranks");
   }
   return p;
 }
@@ -60,5 +178,35 @@ void* device_alloc_zeroed(size_t bytes) {
 void device_free(void* p) noexcept {
   cudaFree(p);
 }
+
+// ---- copies (core/context.h on a CUDA context) -----------------------------------------------------
+// Each copy is queued on the context's stream, after the ops before it, and waited for, so the host
+// side may be read or reused as soon as the call returns (pageable host memory is fine).
+
+namespace cuda {
+
+void copy_bytes_to_device(const Context& ctx, void* device_dst, const void* host_src, size_t bytes) {
+  if (bytes == 0) return;
+  OPTIMUS_CUDA_CHECK(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, stream_of(ctx)));
+  OPTIMUS_CUDA_CHECK(cudaStreamSynchronize(stream_of(ctx)));
+}
+
+void copy_bytes_to_host(const Context& ctx, void* host_dst, const void* device_src, size_t bytes) {
+  if (bytes == 0) return;
+  OPTIMUS_CUDA_CHECK(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream_of(ctx)));
+  OPTIMUS_CUDA_CHECK(cudaStreamSynchronize(stream_of(ctx)));
+}
+
+void copy_bytes_on_device(const Context& ctx, void* device_dst, const void* device_src, size_t bytes) {
+  if (bytes == 0) return;
+  // Ordered on the stream like a kernel; no wait is needed, the host touches neither side.
+  OPTIMUS_CUDA_CHECK(cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice, stream_of(ctx)));
+}
+
+void synchronize(const Context& ctx) {
+  OPTIMUS_CUDA_CHECK(cudaStreamSynchronize(stream_of(ctx)));
+}
+
+}  // namespace cuda
 
 }  // namespace optimus::core

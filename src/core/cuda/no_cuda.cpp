@@ -1,4 +1,5 @@
-// Stand-ins for the CUDA backend in a CPU-only build: they say that it is not built.
+// Stand-ins for the CUDA backend in a CPU-only build: they say that it is not built. (The ops and
+// the copy helpers need none: core/dispatch.h compiles their CUDA calls only with the backend.)
 #include <stdexcept>
 #include <string>
 
@@ -15,6 +16,11 @@ int cuda_device_count() {
 }
 std::string cuda_device_report() {
   return "no GPU: this build has no CUDA backend (configured with OPTIMUS_CUDA=OFF or no CUDA toolkit found)";
+}
+Context cuda_context(MemoryLedger&, int device_index, CudaOptions) {
+  throw std::runtime_error("cuda_context(" + std::to_string(device_index) +
+                           "): this build has no CUDA backend (configured with OPTIMUS_CUDA=OFF or without a CUDA "
+                           "toolkit); rebuild with the CUDA toolkit or use the CPU device");
 }
 void* device_alloc_zeroed(size_t) {
   throw std::runtime_error("a CUDA buffer was requested but this build has no CUDA backend; use --device cpu");
