@@ -37,6 +37,15 @@ inline void report_count(const std::string& what, long long measured, long long 
   }
 }
 
+/// A batch (B, T) of token ids, the same on every rank (a pure function of the index and salt).
+inline void make_batch(std::vector<int>& inputs, std::vector<int>& targets, int B, int T, int salt) {
+  inputs.resize(static_cast<size_t>(B) * T), targets.resize(inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    inputs[k] = static_cast<int>((k * 37 + 11 * salt) % 256);
+    targets[k] = static_cast<int>((k * 53 + 7 + salt) % 256);
+  }
+}
+
 /// n numbers scale·N(0, 1) from Philox under key: the same tensor on every rank and every run.
 inline std::vector<float> normal_data(int64_t n, float scale, optimus::core::PhiloxKey key) {
   std::vector<float> x(static_cast<size_t>(n));

@@ -18,6 +18,7 @@
 
 using namespace optimus;
 using equivalence::copy;
+using equivalence::make_batch;
 using equivalence::rel_error;
 using equivalence::report;
 
@@ -27,15 +28,6 @@ model::GPTConfig small_config(float dropout) {
   model::GPTConfig c;
   c.n_layer = 2, c.n_embd = 32, c.n_head = 4, c.n_positions = 16, c.vocab_size = 256, c.dropout = dropout;
   return c;
-}
-
-// A batch (B, T) of token ids, the same on every rank (a pure function of the index).
-void make_batch(std::vector<int>& inputs, std::vector<int>& targets, int B, int T, int salt) {
-  inputs.resize(static_cast<size_t>(B) * T), targets.resize(inputs.size());
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    inputs[k] = static_cast<int>((k * 37 + 11 * salt) % 256);
-    targets[k] = static_cast<int>((k * 53 + 7 + salt) % 256);
-  }
 }
 
 std::vector<float> ramp(int64_t n, float scale, int salt) {  // deterministic test data

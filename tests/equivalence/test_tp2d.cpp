@@ -23,6 +23,7 @@
 
 using namespace optimus;
 using equivalence::copy;
+using equivalence::make_batch;
 using equivalence::rel_error;
 using equivalence::report;
 
@@ -32,15 +33,6 @@ model::GPTConfig config_for(int q, float dropout) {
   model::GPTConfig c;
   c.n_layer = 2, c.n_head = q * q, c.n_embd = 8 * q * q, c.n_positions = 16, c.vocab_size = 256, c.dropout = dropout;
   return c;
-}
-
-// A batch (B, T) of token ids, the same on every rank (a pure function of the index).
-void make_batch(std::vector<int>& inputs, std::vector<int>& targets, int B, int T, int salt) {
-  inputs.resize(static_cast<size_t>(B) * T), targets.resize(inputs.size());
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    inputs[k] = static_cast<int>((k * 37 + 11 * salt) % 256);
-    targets[k] = static_cast<int>((k * 53 + 7 + salt) % 256);
-  }
 }
 
 std::string tag(const comm::Grid2D& g, const std::string& what) {

@@ -6,24 +6,9 @@
 # Usage: run_cross_layout.sh OPTIMUS MPIEXEC
 set -euo pipefail
 optimus=$1 mpiexec=$2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-/usr/bin/python3 -c "
-import random
-r = random.Random(3)
-open('$tmp/text.txt', 'w').write(' '.join(r.choice(['grid', 'row', 'col', 'sum', 'rank']) for _ in range(6000)))"
+source "$(dirname "$0")/lib.sh"
+words "$tmp/text.txt" 3 6000 grid row col sum rank
 eval_args=(--data "$tmp/text.txt" --batch 4 --seq 32 --batches 4)
-status=0
-same() {  # same NAME "loss A" "loss B"
-  /usr/bin/python3 -c "
-import sys
-a, b = float('$2'.split()[1]), float('$3'.split()[1])
-e = abs(a - b) / abs(b)
-print(f'$1: {a:.10g} vs {b:.10g}, relative difference {e:.2e}')
-sys.exit(0 if e <= 1e-5 else 1)" || status=1
-}
 
 "$optimus" init --layers 2 --embd 64 --heads 4 --seq 32 --seed 21 --out "$tmp/serial_init"
 ref=$("$optimus" eval --checkpoint "$tmp/serial_init" "${eval_args[@]}")

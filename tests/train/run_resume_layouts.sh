@@ -6,10 +6,7 @@
 # Usage: run_resume_layouts.sh OPTIMUS MPIEXEC
 set -euo pipefail
 optimus=$1 mpiexec=$2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib.sh"
 /usr/bin/python3 -c "
 import random
 r = random.Random(6)
@@ -22,7 +19,6 @@ common=(--data "$tmp/text.txt" --steps 6 --batch 4 --seq 16 --layers 2 --embd 32
 "$optimus" train --layout serial "${common[@]}" --resume "$tmp/straight/step_000003" --out "$tmp/serial"
 "$mpiexec" -np 2 "$optimus" train --layout 1d "${common[@]}" --resume "$tmp/straight/step_000003" --out "$tmp/1d"
 
-status=0
 for f in model.safetensors train_state.safetensors; do
   if cmp -s "$tmp/straight/step_000006/$f" "$tmp/2d/step_000006/$f"; then
     echo "2d resumed in 2d: identical step_000006/$f"
