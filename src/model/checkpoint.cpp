@@ -190,12 +190,16 @@ void save_model(const std::string& dir, const GPTConfig& config, const Canonical
   write_atomically(config_path, [&](std::FILE* f) { write_bytes(f, text.data(), text.size(), config_path); });
 }
 
-LoadedModel load_model(const std::string& dir) {
+void require_checkpoint_directory(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     throw ConfigError("checkpoint directory " + dir + " does not exist or is not a directory; a checkpoint is a " +
                       "directory holding config.json and model.safetensors — check the path");
   }
+}
+
+LoadedModel load_model(const std::string& dir) {
+  require_checkpoint_directory(dir);
   LoadedModel out;
   out.config = read_config((fs::path(dir) / kConfigFile).string());
   const std::string weights = (fs::path(dir) / kWeightsFile).string();

@@ -43,6 +43,9 @@ GPTConfig read_config(const std::string& path);
 void save_model(const std::string& dir, const GPTConfig& config, const CanonicalParams& params,
                 const Metadata& metadata = {});
 
+/// Throws core::ConfigError unless `dir` is a directory (the first check of every checkpoint read).
+void require_checkpoint_directory(const std::string& dir);
+
 /// Reads a checkpoint directory. Every canonical tensor must be present, F32, with its canonical
 /// shape. Also accepted: names without the "transformer." prefix (a GPT2Model save), an
 /// lm_head.weight equal to wte (tied; dropped), and old transformers' attn.bias / attn.masked_bias

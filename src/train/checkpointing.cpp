@@ -17,6 +17,7 @@ constexpr const char* kStateFile = "train_state.safetensors";
 }  // namespace
 
 model::GPTConfig load_checkpoint_config(const std::string& dir) {
+  model::require_checkpoint_directory(dir);
   return model::read_config((std::filesystem::path(dir) / model::kConfigFile).string());
 }
 

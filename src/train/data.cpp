@@ -1,6 +1,9 @@
 // The byte tokenizer and the batch samplers.
 #include "train/data.h"
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -12,8 +15,18 @@ namespace optimus::train {
 using core::ConfigError;
 
 TokenFile TokenFile::load(const std::string& path) {
+  // Only a folder is refused by type: a pipe (--data <(zcat corpus.gz)) is a fine data file.
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw ConfigError("the data file '" + path + "' does not exist; check the path");
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    throw ConfigError("the data file '" + path + "' is a folder; give the path of a text file");
+  }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError("cannot read the data file '" + path + "'; check the path given with --data");
+  if (!in) {
+    throw ConfigError("cannot read the data file '" + path + "' (" + std::strerror(errno) + "); check its permissions");
+  }
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (bytes.empty()) throw ConfigError("the data file '" + path + "' is empty; give a text file with some text in it");
   TokenFile f;
@@ -80,10 +93,11 @@ void require_tokens_for_training(const TokenFile& data, int T) {
 void require_tokens_for_eval(const TokenFile& data, int B, int T, int eval_batches) {
   const size_t need = static_cast<size_t>(eval_batches) * B * T + 1;
   if (data.tokens.size() < need) {
-    throw ConfigError("the data file '" + data.path + "' has " + std::to_string(data.tokens.size()) + " bytes, but " +
-                      std::to_string(eval_batches) + " evaluation batches of " + std::to_string(B) + "x" +
-                      std::to_string(T) + " need " + std::to_string(need) +
-                      "; use fewer --batches, a smaller --batch or --seq, or a longer file");
+    const std::string batches = eval_batches == 1 ? "one batch" : std::to_string(eval_batches) + " batches";
+    throw ConfigError("the data file '" + data.path + "' has " + std::to_string(data.tokens.size()) +
+                      " bytes, but evaluating " + batches + " of " + std::to_string(B) + "x" + std::to_string(T) +
+                      " tokens needs " + std::to_string(need) + "; use a longer file, a smaller --batch or --seq" +
+                      (eval_batches == 1 ? "" : ", or fewer batches"));
   }
 }
 

@@ -16,7 +16,7 @@ struct TokenFile {
   std::string path;
   std::vector<int> tokens;
 
-  /// Reads a file's bytes as tokens. Missing, unreadable or empty files are a ConfigError.
+  /// Reads a file's bytes as tokens. A missing, unreadable or empty file, or a folder, is a ConfigError.
   static TokenFile load(const std::string& path);
   /// The last `fraction` of the tokens as a second file (a validation split), the rest kept.
   TokenFile split_tail(double fraction);

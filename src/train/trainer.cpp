@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -128,6 +129,34 @@ class Progress {
   int steps_, every_;
   bool live_ = false;
 };
+
+// The training settings no run can use, refused before any work with the flag and its value named
+// (the model's own are checked by GPTConfig::validate).
+void require_usable_settings(const TrainOptions& o) {
+  auto check = [](bool ok, const std::string& flag, const std::string& must, const std::string& value) {
+    if (!ok) throw core::ConfigError(flag + " must be " + must + ", but is " + value);
+  };
+  auto f = [](float x) {
+    char buf[32];
+    return std::string(buf, std::to_chars(buf, buf + sizeof buf, x).ptr);
+  };
+  check(std::isfinite(o.lr) && o.lr > 0, "the learning rate (--lr)", "positive", f(o.lr));
+  check(std::isfinite(o.min_lr) && o.min_lr >= 0, "the final learning rate (--min-lr)", "0 or more", f(o.min_lr));
+  check(std::isfinite(o.adamw.weight_decay) && o.adamw.weight_decay >= 0, "--weight-decay", "0 or more",
+        f(o.adamw.weight_decay));
+  check(o.adamw.beta1 >= 0 && o.adamw.beta1 < 1, "--beta1", "in [0, 1)", f(o.adamw.beta1));
+  check(o.adamw.beta2 >= 0 && o.adamw.beta2 < 1, "--beta2", "in [0, 1)", f(o.adamw.beta2));
+  check(!std::isnan(o.grad_clip), "--grad-clip", "a number (0 or less: no clipping)", f(o.grad_clip));
+  check(o.eval_batches > 0, "--eval-batches", "positive", std::to_string(o.eval_batches));
+  const std::pair<const char*, int> counts[] = {{"--warmup", o.warmup},
+                                                {"--log-interval", o.log_interval},
+                                                {"--eval-interval", o.eval_interval},
+                                                {"--keep", o.keep},
+                                                {"--checkpoint-interval", o.checkpoint_interval},
+                                                {"--sample", o.sample_tokens},
+                                                {"--inject-nan-at-step", o.inject_nan_at_step}};
+  for (const auto& [flag, v] : counts) check(v >= 0, flag, "0 or more", std::to_string(v));
+}
 
 // Rank 0 makes the output folder and writes a probe file into it; every rank learns the verdict, so
 // an unwritable --out is one sentence before any training, not an error after the last step.
@@ -248,6 +277,7 @@ int train(const TrainOptions& o, comm::World& world) {
   if (B <= 0) throw core::ConfigError("the batch size (--batch) must be positive, but is " + std::to_string(B));
   if (o.steps <= 0)
     throw core::ConfigError("the number of steps (--steps) must be positive, but is " + std::to_string(o.steps));
+  require_usable_settings(o);
   o.model.validate();
   require_batch_fits(o.layout, B, world);
 
@@ -261,9 +291,11 @@ int train(const TrainOptions& o, comm::World& world) {
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
   }
-  require_writable_folder(o.out, world);
-  return with_model(o.layout, o.model, o.seed, world,
-                    [&](auto& gpt) { return run_training(o, world, gpt, train_data, val_data, eval_batches); });
+  // Inside with_model, after its layout checks: a run refused for its world or its sizes leaves no --out behind.
+  return with_model(o.layout, o.model, o.seed, world, [&](auto& gpt) {
+    require_writable_folder(o.out, world);
+    return run_training(o, world, gpt, train_data, val_data, eval_batches);
+  });
 }
 
 }  // namespace optimus::train
