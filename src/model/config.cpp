@@ -2,6 +2,7 @@
 #include "model/config.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/errors.h"
 
@@ -23,7 +24,9 @@ void GPTConfig::validate() const {
                       std::to_string(n_head) + "; choose --embd a multiple of --heads");
   }
   if (!(dropout >= 0.0f && dropout < 1.0f)) {
-    throw ConfigError("dropout must be in [0, 1), but is " + std::to_string(dropout));
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", static_cast<double>(dropout));
+    throw ConfigError(std::string("the dropout probability (--dropout) must be in [0, 1), but is ") + value);
   }
   if (!(layer_norm_epsilon > 0.0f) || !std::isfinite(layer_norm_epsilon)) {
     throw ConfigError("layer_norm_epsilon must be positive and finite, but is " + std::to_string(layer_norm_epsilon));

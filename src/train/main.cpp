@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,8 @@ int cmd_eval(comm::World& world, const std::string& checkpoint, const std::strin
   model::GPTConfig config = train::load_checkpoint_config(checkpoint);
   if (T > config.n_positions) {
     throw core::ConfigError("--seq " + std::to_string(T) + " exceeds the checkpoint's n_positions " +
-                            std::to_string(config.n_positions));
+                            std::to_string(config.n_positions) + "; use --seq " + std::to_string(config.n_positions) +
+                            " or less");
   }
   if (B <= 0 || T <= 0 || batches <= 0) throw core::ConfigError("--batch, --seq and --batches must be positive");
   train::require_batch_fits(layout, B, world);
@@ -164,6 +166,10 @@ int main(int argc, char** argv) {
     if (*eval_cmd) return cmd_eval(world, e_ckpt, e_data, e_batch, e_seq, e_batches, e_layout);
     if (*init_cmd) {
       i_model.validate();
+      // Never overwrite: a folder that already holds a checkpoint is refused (DESIGN §11).
+      if (std::filesystem::exists(std::filesystem::path(i_out) / "model.safetensors")) {
+        throw core::ConfigError("--out " + i_out + " already holds a checkpoint; choose another folder or remove it");
+      }
       serial::GPT gpt(i_model, core::cpu_context(), i_seed);
       train::save_checkpoint(i_out, i_model, gpt.params(), gpt.spec_of(), world, nullptr,
                              train::TrainState{0, i_seed, "serial", ""});

@@ -121,8 +121,15 @@ class Progress {
                     loss, norm, lr, ms, tok_s);
     }
   }
-  /// A line that stays (validation, checkpoint, error), printed above the live line.
+  /// A line that stays (validation, checkpoint), printed above the live line.
   void note(const std::string& line) { world_.print0("%s%s\n", live_ ? "\r\033[K" : "", line.c_str()); }
+  /// An error that ends the run: "error: <sentence>" on rank 0's stderr, like World::fail's.
+  void error(const std::string& sentence) {
+    if (world_.rank() != 0) return;
+    if (live_) world_.print0("\r\033[K");
+    std::fprintf(stderr, "error: %s\n", sentence.c_str());
+    std::fflush(stderr);
+  }
 
  private:
   comm::World& world_;
@@ -225,8 +232,8 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
     if (!std::isfinite(loss)) {
       // Every rank has the same loss, so every rank stops here, and nothing after the last
       // checkpoint is written.
-      progress.note("error: the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
-                    "; stopping (the last checkpoint in " + o.out + " is kept)");
+      progress.error("the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
+                     "; stopping (the last checkpoint in " + o.out + " is kept)");
       return 1;
     }
     gpt.backward();

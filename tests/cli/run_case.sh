@@ -147,7 +147,7 @@ case_negative_steps() {
     "$optimus" train "${model[@]}" "${quiet[@]}" --steps -1 --data "$ws/text.txt" --out "$ws/run"
 }
 case_dropout_out_of_range() {
-  refused "dropout must be in [0, 1), but is 1.5" \
+  refused "(--dropout) must be in [0, 1), but is 1.5" \
     "$optimus" train "${model[@]}" "${quiet[@]}" --dropout 1.5 --data "$ws/text.txt" --out "$ws/run"
 }
 case_config_unknown_key() {
@@ -207,6 +207,9 @@ case_unwritable_out() {
   # As root, permission bits stop nothing; a folder below a regular file cannot be made by anyone.
   refused "cannot write the output folder $ws/text.txt/run" \
     "$optimus" train "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" --out "$ws/text.txt/run"
+}
+case_init_over_checkpoint() {
+  refused "already holds a checkpoint" "$optimus" init --layers 1 --embd 32 --heads 2 --seq 16 --out "$good"
 }
 
 # ---- failures during a run -------------------------------------------------------------------------
