@@ -89,7 +89,10 @@ int main(int argc, char** argv) {
     train_cmd->add_option("--keep", t.keep, "keep the newest K step checkpoints (0: all)")->capture_default_str();
     train_cmd->add_option("--sample", t.sample_tokens, "print a sample of N bytes at the end")->capture_default_str();
     train_cmd
-        ->add_option("--progress", t.progress, "live (one line rewritten in place), lines, or auto: live on a terminal")
+        ->add_option("--progress", t.progress,
+                     "live (one line rewritten in place), lines, or auto: live when one process writes to a terminal "
+                     "(under mpirun every rank "
+                     "sees a terminal, so auto means lines there: pass live)")
         ->capture_default_str();
     std::string t_config;
     train_cmd->add_option("--config", t_config,

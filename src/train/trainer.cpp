@@ -107,7 +107,9 @@ class MetricsFile {
 class Progress {
  public:
   Progress(const TrainOptions& o, comm::World& world) : world_(world), steps_(o.steps), every_(o.log_interval) {
-    live_ = o.progress == "live" || (o.progress == "auto" && world.rank() == 0 && isatty(STDOUT_FILENO));
+    // Under mpiexec every rank's stdout is a pseudo-terminal, whether or not mpiexec's own output goes
+    // to one, so "auto" can only trust isatty for a single process; a launcher that knows asks for live.
+    live_ = o.progress == "live" || (o.progress == "auto" && world.size() == 1 && isatty(STDOUT_FILENO));
   }
   /// After a step: the live line, or the log line when one is due. `done` counts this run's steps.
   void step(int step, float loss, float norm, float lr, double ms, double tok_s, int done, double elapsed_s) {

@@ -35,7 +35,7 @@ struct TrainOptions {
   int checkpoint_interval = 0;    // 0: only at the end
   int keep = 3;                   // keep the newest K step checkpoints (0: keep all)
   int sample_tokens = 0;          // print a sample of this many bytes at the end
-  std::string progress = "auto";  // live (one line rewritten in place), lines, or auto (live on a terminal)
+  std::string progress = "auto";  // live (one line rewritten in place), lines, or auto (live on a terminal, 1 process)
   int inject_nan_at_step = 0;     // test-only: the loss of this step (from 1) becomes NaN (0: never)
   bool save_gradients = false;    // each step checkpoint also holds the step's gradients (scripts/compare.sh)
 };
