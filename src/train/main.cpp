@@ -91,8 +91,7 @@ int main(int argc, char** argv) {
     train_cmd
         ->add_option("--progress", t.progress,
                      "live (one line rewritten in place), lines, or auto: live when one process writes to a terminal "
-                     "(under mpirun every rank "
-                     "sees a terminal, so auto means lines there: pass live)")
+                     "(under mpirun every rank sees a terminal, so auto means lines there: pass live)")
         ->capture_default_str();
     std::string t_config;
     train_cmd->add_option("--config", t_config,
