@@ -134,6 +134,16 @@ GPTConfig config_from_json(const std::string& text, const std::string& path) {
                       " has \"tie_word_embeddings\": false, but an untied LM head is not supported; use a "
                       "checkpoint whose LM head is tied to wte");
   }
+  // GPT2Config's two switches that change the attention scores (transformers writes both, with
+  // their defaults true and false): this project always divides by √HS and by nothing else.
+  if (cfg.contains("scale_attn_weights") && cfg["scale_attn_weights"] == false) {
+    throw ConfigError(where + " has \"scale_attn_weights\": false, but this project's attention always scales " +
+                      "the scores by 1/sqrt(head size); use a checkpoint with it true");
+  }
+  if (cfg.contains("scale_attn_by_inverse_layer_idx") && cfg["scale_attn_by_inverse_layer_idx"] == true) {
+    throw ConfigError(where + " has \"scale_attn_by_inverse_layer_idx\": true, but this project's attention " +
+                      "does not scale the scores by 1/(layer index + 1); use a checkpoint with it false");
+  }
   GPTConfig c;
   c.n_embd = required_int(cfg, "n_embd", where);
   c.n_layer = required_int(cfg, "n_layer", where);

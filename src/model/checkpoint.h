@@ -32,8 +32,9 @@ std::string config_to_json(const GPTConfig& config);
 /// The configuration in config.json's text; `path` names the file in messages. Needs model_type
 /// "gpt2" and integer n_embd, n_layer, n_head, n_positions, vocab_size; layer_norm_epsilon defaults
 /// to 1e-5 and dropout is attn_pdrop or 0. A missing or mistyped key, a model we cannot run (another
-/// model_type or activation, an untied head, n_inner ≠ 4·n_embd) or a config that fails validate()
-/// is a core::ConfigError naming the file.
+/// model_type or activation, an untied head, n_inner ≠ 4·n_embd, scale_attn_weights false,
+/// scale_attn_by_inverse_layer_idx true) or a config that fails validate() is a core::ConfigError
+/// naming the file.
 GPTConfig config_from_json(const std::string& text, const std::string& path);
 GPTConfig read_config(const std::string& path);
 

@@ -392,6 +392,7 @@ TEST_CASE("config.json: the published GPT-2 config is read, its extra keys ignor
     "attn_pdrop": 0.1, "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256,
     "initializer_range": 0.02, "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 1024,
     "n_embd": 768, "n_head": 12, "n_inner": null, "n_layer": 12, "n_positions": 1024, "resid_pdrop": 0.1,
+    "reorder_and_upcast_attn": false, "scale_attn_by_inverse_layer_idx": false, "scale_attn_weights": true,
     "summary_activation": null, "summary_type": "cls_index", "task_specific_params": {"text-generation":
     {"do_sample": true, "max_length": 50}}, "vocab_size": 50257})";
   const model::GPTConfig c = model::config_from_json(hf, "gpt2/config.json");
@@ -449,6 +450,16 @@ TEST_CASE("config.json: a config we cannot run is one clear sentence", "[checkpo
     nlohmann::json j = good;
     j["n_inner"] = 100;
     expect(j, {"n_inner", "100"});
+  }
+  SECTION("attention scores not scaled by 1/sqrt(head size)") {
+    nlohmann::json j = good;
+    j["scale_attn_weights"] = false;
+    expect(j, {"\"scale_attn_weights\": false", "1/sqrt(head size)"});
+  }
+  SECTION("attention scores scaled by the layer index") {
+    nlohmann::json j = good;
+    j["scale_attn_by_inverse_layer_idx"] = true;
+    expect(j, {"\"scale_attn_by_inverse_layer_idx\": true", "layer index"});
   }
   SECTION("n_embd not divisible by n_head: validate()'s message") {
     nlohmann::json j = good;

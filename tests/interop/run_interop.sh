@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Interoperability with Hugging Face transformers (label interop; DESIGN §6): optimus's checkpoints
+# load in GPT2LMHeadModel.from_pretrained and give optimus eval's loss, and a model saved by
+# transformers' save_pretrained gives transformers' loss in optimus eval, in serial and in 2D on 4
+# ranks; a model trained 20 steps in 2D on 4 ranks gives the same loss in optimus eval, the chapter 1
+# PyTorch reference and transformers. Each relative difference ≤ 1e-5. The model (L=2, C=64, NH=4,
+# T=32, V=256) fits a 2×2 grid. transformers comes from .venv/ (scripts/setup_venv); without it the
+# test fails, it never skips.
+# Usage: run_interop.sh OPTIMUS MPIEXEC VENV_PYTHON
+set -euo pipefail
+optimus=$1 mpiexec=$2 venv_python=$3
+here=$(cd "$(dirname "$0")" && pwd)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONNOUSERSITE=1
+
+if [[ ! -x "$venv_python" ]]; then
+  echo "FAIL: $venv_python does not exist: the interop test needs the virtual environment .venv/ with" \
+       "transformers; run scripts/setup (it calls scripts/setup_venv)" >&2
+  exit 1
+fi
+if ! versions=$("$venv_python" -c "import torch, transformers, safetensors
+print(f'transformers {transformers.__version__}, safetensors {safetensors.__version__}, torch {torch.__version__}')"); then
+  echo "FAIL: $venv_python cannot import transformers (see above); run scripts/setup_venv to install" \
+       "scripts/requirements-interop.txt into .venv/" >&2
+  exit 1
+fi
+echo "using $versions ($venv_python)"
+hf=("$venv_python" "$here/hf_interop.py")
+ref=(/usr/bin/python3 "$here/../reference/gpt_reference.py")
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+/usr/bin/python3 -c "
+import random
+r = random.Random(17)
+words = ['the', 'tensor', 'grid', 'of', 'ranks', 'sums', 'a', 'block', 'row', 'column', 'and', 'broadcast']
+open('$tmp/text.txt', 'w').write(' '.join(r.choice(words) + ('.\n' if r.random() < 0.1 else '') for _ in range(8000)))"
+eval_args=(--data "$tmp/text.txt" --batch 4 --seq 32 --batches 3)
+model=(--layers 2 --embd 64 --heads 4 --seq 32)
+
+status=0
+same() {  # same WHAT "loss A" "loss B": |A - B| / |B| <= 1e-5
+  /usr/bin/python3 -c "
+import sys
+a, b = float('$2'.split()[1]), float('$3'.split()[1])
+e = abs(a - b) / abs(b)
+print(f'{\"ok  \" if e <= 1e-5 else \"FAIL\"} $1: {a:.10g} vs {b:.10g}, relative difference {e:.2e}')
+sys.exit(0 if e <= 1e-5 else 1)" || status=1
+}
+where() { (($1 == 1)) && echo serial || echo "2d, $1 ranks"; }
+optimus_eval() {  # optimus_eval NP CHECKPOINT: serial for NP = 1, else 2D on NP ranks
+  if (($1 == 1)); then "$optimus" eval --checkpoint "$2" "${eval_args[@]}"
+  else "$mpiexec" -np "$1" "$optimus" eval --layout 2d --checkpoint "$2" "${eval_args[@]}"; fi
+}
+
+# 1. optimus -> transformers: a checkpoint trained 10 steps in serial (biases and LayerNorms no
+#    longer at their initial 0 and 1, so each is checked), loaded by from_pretrained.
+"$optimus" train --data "$tmp/text.txt" --steps 10 --batch 4 "${model[@]}" --seed 3 --eval-batches 1 \
+  --log-interval 10 --out "$tmp/serial" >/dev/null
+hf_loss=$("${hf[@]}" eval --checkpoint "$tmp/serial/step_000010" "${eval_args[@]}")
+for np in 1 4; do
+  loss=$(optimus_eval $np "$tmp/serial/step_000010")
+  same "optimus checkpoint, optimus eval ($(where $np)) vs transformers" "$loss" "$hf_loss"
+done
+
+# 2. transformers -> optimus: GPT2LMHeadModel(GPT2Config(...)) with random weights, save_pretrained.
+"${hf[@]}" save --out "$tmp/hf" --layers 2 --embd 64 --heads 4 --positions 32 --seed 5
+hf_loss=$("${hf[@]}" eval --checkpoint "$tmp/hf" "${eval_args[@]}")
+for np in 1 4; do
+  loss=$(optimus_eval $np "$tmp/hf")
+  same "transformers checkpoint, optimus eval ($(where $np)) vs transformers" "$loss" "$hf_loss"
+done
+
+# 3. Trained 20 steps in 2D on 4 ranks (issue 6): optimus eval, the PyTorch reference, transformers.
+"$mpiexec" -np 4 "$optimus" train --layout 2d --data "$tmp/text.txt" --steps 20 --batch 4 --seq 32 \
+  --layers 2 --embd 64 --heads 4 --out "$tmp/run2d" >/dev/null
+ckpt=$tmp/run2d/step_000020
+optimus_loss=$(optimus_eval 1 "$ckpt")
+loss_2d=$(optimus_eval 4 "$ckpt")
+ref_loss=$("${ref[@]}" eval --checkpoint "$ckpt" "${eval_args[@]}")
+hf_loss=$("${hf[@]}" eval --checkpoint "$ckpt" "${eval_args[@]}")
+what="2d-trained checkpoint (20 steps, 4 ranks)"
+same "$what, optimus eval (2d, 4 ranks) vs optimus eval (serial)" "$loss_2d" "$optimus_loss"
+same "$what, PyTorch reference vs optimus eval (serial)" "$ref_loss" "$optimus_loss"
+same "$what, transformers vs optimus eval (serial)" "$hf_loss" "$optimus_loss"
+
+((status == 0)) && echo "PASS: every loss agrees within 1e-5" || echo "FAIL: a loss differs by more than 1e-5"
+exit $status
