@@ -204,6 +204,7 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
     const float norm = gpt.clip_gradients(o.grad_clip);
     const float lr = learning_rate(step, o.steps, o.warmup, o.lr, o.min_lr);
     opt.update(gpt.params(), lr);
+    core::synchronize(gpt.context());  // a GPU's queued work is part of the step's time
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const double tok_s = 1000.0 * B * T / ms;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
@@ -262,7 +263,9 @@ int train(const TrainOptions& o, comm::World& world) {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
   }
   require_writable_folder(o.out, world);
-  return with_model(o.layout, o.model, o.seed, world,
+  const core::Context ctx = make_context(o.device, world);
+  if (ctx.device == core::Device::cuda) world.print0("device: cuda, %s\n", core::cuda_device_report().c_str());
+  return with_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(),
                     [&](auto& gpt) { return run_training(o, world, gpt, train_data, val_data, eval_batches); });
 }
 
