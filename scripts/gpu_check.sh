@@ -149,8 +149,10 @@ build=${GPU_CHECK_BUILD_DIR:-$root/build-gpu}
 generator=()
 if [[ ! -f $build/CMakeCache.txt ]] && command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
 set +e
+docs=(-DOPTIMUS_DOCS=OFF)  # no doxygen there; a dry run leaves an existing build's choice alone
+if ((dry_run)); then docs=(); fi
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DOPTIMUS_CUDA=ON -DOPTIMUS_DOCS=OFF "${cmake_args[@]}" >"$out/build.log" 2>&1
+  -DOPTIMUS_CUDA=ON "${docs[@]}" "${cmake_args[@]}" >"$out/build.log" 2>&1
 configure_rc=$?
 set -e
 grep "optimus: backends built" "$out/build.log" | tee -a "$out/summary.txt" || true
