@@ -289,6 +289,8 @@ PY
 rm -f "$raw" "$raw.one"
 
 ok=$((test_rc == 0 && bench_rc == 0))
-log "done in $(($(date +%s) - start)) s; gpu tests $([[ $test_rc == 0 ]] && echo passed || echo FAILED)," \
+verdict=passed
+if ((dry_run)); then verdict="all skipped, as they must be here"; fi
+log "done in $(($(date +%s) - start)) s; gpu tests $([[ $test_rc == 0 ]] && echo "$verdict" || echo FAILED)," \
   "benchmark $([[ $bench_rc == 0 ]] && echo "finished" || echo FAILED)"
 ((ok)) || exit 1
