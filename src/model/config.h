@@ -23,8 +23,9 @@ struct GPTConfig {
   void validate() const;
 
   /// The named configurations of the benchmarks: "tiny" (L4 C256 NH4 T128), "small" (L6 C384 NH6
-  /// T256) and "tiny9" (L4 C288 NH9 T128, for 9 ranks), all with the byte vocabulary. Throws
-  /// ConfigError for another name.
+  /// T256) and "tiny9" (L4 C288 NH9 T128, for 9 ranks), all with the byte vocabulary, and "gpt2"
+  /// (GPT-2 124M's shapes: L12 C768 NH12 T1024, V 50304 = GPT-2's 50257 padded to a multiple of
+  /// 128, as llm.c pads it; for the GPU benchmark). Throws ConfigError for another name.
   static GPTConfig named(const std::string& name);
 
   /// Number of parameters (the tied LM head counted once).

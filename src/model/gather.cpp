@@ -1,17 +1,25 @@
-// Gathering shards into canonical tensors.
+// Gathering shards into canonical tensors, and scattering them back, through host memory.
 #include "model/gather.h"
 
 #include <stdexcept>
 
 namespace optimus::model {
 
-std::vector<float> gather_canonical(const ParamTensor& t, const float* data, comm::Communicator& comm,
+std::vector<float> gather_canonical(const core::Context& ctx, const ParamTensor& t, const float* data,
+                                    comm::Communicator& host_comm, const SpecOfRank& spec_of) {
+  if (ctx.device == core::Device::cpu) return gather_canonical(t, data, host_comm, spec_of);
+  std::vector<float> local(static_cast<size_t>(t.spec.local_numel()));
+  core::copy_to_host(ctx, local.data(), data, t.spec.local_numel());
+  return gather_canonical(t, local.data(), host_comm, spec_of);
+}
+
+std::vector<float> gather_canonical(const ParamTensor& t, const float* data, comm::Communicator& host_comm,
                                     const SpecOfRank& spec_of) {
   const int64_t n = t.spec.local_numel();
-  std::vector<float> all(static_cast<size_t>(n) * static_cast<size_t>(comm.size()));
-  comm.all_gather(all.data(), data, n);
+  std::vector<float> all(static_cast<size_t>(n) * static_cast<size_t>(host_comm.size()));
+  host_comm.all_gather(all.data(), data, n);
   std::vector<float> full(static_cast<size_t>(t.spec.canonical.numel()));
-  for (int k = 0; k < comm.size(); ++k) {
+  for (int k = 0; k < host_comm.size(); ++k) {
     const ShardSpec spec = spec_of(t.info, k);
     if (spec.local_numel() != n)
       throw std::logic_error("gather_canonical: shards of " + t.info.name + " differ in size");
@@ -19,6 +27,16 @@ std::vector<float> gather_canonical(const ParamTensor& t, const float* data, com
     place_in_canonical(full.data(), all.data() + static_cast<size_t>(k) * static_cast<size_t>(n), spec);
   }
   return full;
+}
+
+void scatter_to_shard(const core::Context& ctx, float* local, const float* canonical_data, const ShardSpec& spec) {
+  if (ctx.device == core::Device::cpu) {
+    scatter_from_canonical(local, canonical_data, spec);
+    return;
+  }
+  std::vector<float> host(static_cast<size_t>(spec.local_numel()));
+  scatter_from_canonical(host.data(), canonical_data, spec);
+  core::copy_to_device(ctx, local, host.data(), spec.local_numel());
 }
 
 }  // namespace optimus::model

@@ -1,11 +1,15 @@
 // Gather and scatter between shards and canonical tensors, for any layout (DESIGN §6): the tests
 // compare stages on canonical tensors, and checkpoints are written and read in canonical form.
+// Canonical tensors are host vectors. A shard may live on a GPU: the versions that take a Context
+// stage it through host memory, and the gathers run on a host communicator (the World's MPI one),
+// whatever communicator the model computes with.
 #pragma once
 
 #include <functional>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/context.h"
 #include "model/param_set.h"
 
 namespace optimus::model {
@@ -13,11 +17,19 @@ namespace optimus::model {
 /// The shard spec of parameter `info` on rank `rank` of the layout.
 using SpecOfRank = std::function<ShardSpec(const ParamInfo& info, int rank)>;
 
-/// The canonical tensor of `t` on every rank of `comm`: each rank's local `data` (a buffer shaped
-/// like t's shard: its value, gradient or an optimizer moment) is all-gathered and placed by its
-/// rank's spec; of replicated copies, the owner's is placed. Every rank's shard of a tensor has
-/// the same size in the layouts of this project.
-std::vector<float> gather_canonical(const ParamTensor& t, const float* data, comm::Communicator& comm,
+/// The canonical tensor of `t` on every rank of `host_comm`: each rank's local `data` (a buffer
+/// shaped like t's shard: its value, gradient or an optimizer moment) is all-gathered and placed
+/// by its rank's spec; of replicated copies, the owner's is placed. Every rank's shard of a tensor
+/// has the same size in the layouts of this project. `data` is in the memory of `ctx` (copied to
+/// the host first when that is a GPU); `host_comm` takes host buffers (an MpiCommunicator).
+std::vector<float> gather_canonical(const core::Context& ctx, const ParamTensor& t, const float* data,
+                                    comm::Communicator& host_comm, const SpecOfRank& spec_of);
+/// The same for `data` in host memory.
+std::vector<float> gather_canonical(const ParamTensor& t, const float* data, comm::Communicator& host_comm,
                                     const SpecOfRank& spec_of);
+
+/// local (spec.local_shape(), in the memory of `ctx`) = the elements of `canonical_data` (the full
+/// canonical tensor, host memory) that the spec holds; 0 in padding. For loading checkpoints.
+void scatter_to_shard(const core::Context& ctx, float* local, const float* canonical_data, const ShardSpec& spec);
 
 }  // namespace optimus::model

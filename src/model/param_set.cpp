@@ -1,7 +1,6 @@
 // ParamSet: creation, initialisation and whole-set gradient operations.
 #include "model/param_set.h"
 
-#include <algorithm>
 #include <stdexcept>
 
 #include "core/ops.h"
@@ -24,9 +23,8 @@ ParamSet ParamSet::create(const GPTConfig& config, const core::Context& ctx,
       const int64_t g = spec.global_index(k);
       host[static_cast<size_t>(k)] = g == kPadding ? 0.0f : initial_value(info, seed, g);
     }
-    if (ctx.device != core::Device::cpu)
-      throw std::runtime_error("ParamSet::create: CUDA parameters come with the CUDA backend");
-    std::copy(host.begin(), host.end(), t.value.data());
+    // Drawn on the host, then copied to the context's device (a memcpy on the CPU).
+    core::copy_to_device(ctx, t.value.data(), host.data(), local.numel());
     set.tensors.push_back(std::move(t));
   }
   return set;

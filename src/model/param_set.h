@@ -27,7 +27,7 @@ struct ParamSet {
 
   /// One tensor per canonical parameter of `config`, sharded by `spec_of`, allocated on the
   /// context's device and ledger (values as parameters, gradients as gradients), and initialised
-  /// from Philox under `seed`.
+  /// from Philox under `seed` (drawn on the host, then copied to the device: the same bits on both).
   static ParamSet create(const GPTConfig& config, const core::Context& ctx,
                          const std::function<ShardSpec(const ParamInfo&)>& spec_of, uint32_t seed);
 

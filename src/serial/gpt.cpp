@@ -3,7 +3,6 @@
 // each branch's backward adds into it, which is the chain rule of x + f(x).
 #include "serial/gpt.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "core/errors.h"
@@ -34,8 +33,9 @@ void GPT::ensure_buffers(int B, int T) {
   };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
-  acts_.inputs.assign(static_cast<size_t>(N), 0);
-  acts_.targets.assign(static_cast<size_t>(N), 0);
+  // The token ids are the step's input, recorded as workspace (the activation formulas count floats).
+  acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
+  acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.encoded = act({N, C});
   for (int l = 0; l < config_.n_layer; ++l) {
     BlockActivations b;
@@ -83,8 +83,8 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   step_ = step;
   train_ = train;
   const int N = B * T, C = config_.n_embd, V = config_.vocab_size;
-  std::copy(inputs, inputs + N, acts_.inputs.begin());
-  std::copy(targets, targets + N, acts_.targets.begin());
+  core::copy_to_device(ctx_, acts_.inputs.data(), inputs, N);
+  core::copy_to_device(ctx_, acts_.targets.data(), targets, N);
   float* wte = params_.value("transformer.wte.weight");
 
   // Embedding: token rows plus position rows, then dropout (in place).
@@ -105,7 +105,7 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   core::crossentropy_forward(ctx_, acts_.losses.data(), acts_.ce_max.data(), acts_.ce_sumexp.data(),
                              acts_.logits.data(), acts_.targets.data(), N, V, V);
   double sum = 0.0;
-  for (int n = 0; n < N; ++n) sum += acts_.losses.data()[n];
+  core::sum(ctx_, &sum, acts_.losses.data(), N);  // in double, on the device; the result on the host
   return static_cast<float>(sum / N);
 }
 

@@ -1,7 +1,8 @@
 // Stage 1 (chapter 1): the GPT of DESIGN §4 on one device, built only from the core's ops.
 // forward() runs embedding → L blocks → ln_f → tied LM head → mean cross-entropy and keeps the
 // activations; backward() walks the same path in reverse, accumulating into the parameters'
-// gradients. Activations are allocated once per batch shape through the ledger.
+// gradients. Activations are allocated once per batch shape through the ledger, on the context's
+// device: the same code runs on the CPU and on a GPU (chapter 1's GPU section).
 #pragma once
 
 #include <cstdint>
@@ -33,7 +34,7 @@ struct BlockActivations {
 /// Everything the forward pass keeps, for one batch shape (B, T).
 struct Activations {
   int B = 0, T = 0;
-  std::vector<int> inputs, targets;        // (B, T) token ids
+  core::IntBuffer inputs, targets;         // (B, T) token ids, copied from the host batch
   core::Buffer encoded;                    // (N, C) wte[tok] + wpe[t], after dropout
   std::vector<BlockActivations> blocks;    // L of them
   core::Buffer lnf, lnf_mean, lnf_rstd;    // (N, C), (N), (N)
@@ -59,8 +60,8 @@ class GPT {
   /// A freshly initialised model (Philox under `seed`, DESIGN §5). Dropout masks also use `seed`.
   GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed);
 
-  /// Runs the forward pass on inputs and targets (B, T) and returns the mean loss over the B*T
-  /// tokens. `step` keys the dropout masks; `train` = false turns dropout off (evaluation).
+  /// Runs the forward pass on inputs and targets (B, T), host memory, and returns the mean loss
+  /// over the B*T tokens. `step` keys the dropout masks; `train` = false turns dropout off (evaluation).
   float forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train = true);
   /// Accumulates the gradient of the last forward's mean loss into params().grad. Call zero_grads first.
   void backward();

@@ -4,9 +4,9 @@
 // region, the three all-reduces of the vocab-parallel loss, and one for the gradient norm.
 #include "tp1d/gpt.h"
 
-#include <algorithm>
 #include <cmath>
 
+#include "comm/scalar.h"
 #include "core/errors.h"
 #include "model/vocab_parallel_loss.h"
 #include "tp1d/layers.h"
@@ -45,8 +45,8 @@ void GPT::ensure_buffers(int B, int T) {
   };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
-  acts_.inputs.assign(static_cast<size_t>(N), 0);
-  acts_.targets.assign(static_cast<size_t>(N), 0);
+  acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
+  acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.encoded = act({N, C});
   for (int l = 0; l < config_.n_layer; ++l) {
     BlockActivations b;
@@ -97,8 +97,8 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   step_ = step;
   train_ = train;
   const int N = B * T, C = config_.n_embd, V = config_.vocab_size, Vp = vocab_part(config_, p_), v0 = r_ * Vp;
-  std::copy(inputs, inputs + N, acts_.inputs.begin());
-  std::copy(targets, targets + N, acts_.targets.begin());
+  core::copy_to_device(ctx_, acts_.inputs.data(), inputs, N);
+  core::copy_to_device(ctx_, acts_.targets.data(), targets, N);
   const float* wte = params_.value("transformer.wte.weight");  // (V/p, C): vocabulary rows [v0, v0 + V/p)
 
   // Vocab-parallel embedding: rows of tokens outside my vocabulary are zero; g sums the ranks.
@@ -121,7 +121,7 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
                                               acts_.ce_sumexp.data(), acts_.ce_target.data(), acts_.logits.data(),
                                               acts_.targets.data(), N, Vp, v0, V);
   double sum = 0.0;
-  for (int n = 0; n < N; ++n) sum += acts_.losses.data()[n];
+  core::sum(ctx_, &sum, acts_.losses.data(), N);  // every rank holds every token's loss
   return static_cast<float>(sum / N);
 }
 
@@ -238,7 +238,7 @@ void GPT::block_backward(int l, const float* x) {
 
 float GPT::clip_gradients(float max_norm) {
   double sumsq = params_.owned_grad_sum_squares(ctx_);  // replicated tensors: rank 0's copy only
-  tp().all_reduce(&sumsq, 1);
+  sumsq = comm::all_reduce_scalar(tp(), ctx_, sumsq);
   const double norm = std::sqrt(sumsq);
   if (max_norm > 0.0f) {
     const double coef = static_cast<double>(max_norm) / (norm + 1e-6);

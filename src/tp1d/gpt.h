@@ -34,8 +34,8 @@ struct BlockActivations {
 
 struct Activations {
   int B = 0, T = 0;
-  std::vector<int> inputs, targets;  // (B, T) every rank holds the whole batch
-  core::Buffer encoded;              // (N, C)
+  core::IntBuffer inputs, targets;  // (B, T) every rank holds the whole batch
+  core::Buffer encoded;             // (N, C)
   std::vector<BlockActivations> blocks;
   core::Buffer lnf, lnf_mean, lnf_rstd;               // (N, C), (N), (N)
   core::Buffer logits;                                // (N, Vp) this rank's vocabulary columns, Vp = ⌈V/p⌉

@@ -6,9 +6,9 @@
 // bucket); one world all-reduce for the gradient norm.
 #include "tp2d/gpt.h"
 
-#include <algorithm>
 #include <cmath>
 
+#include "comm/scalar.h"
 #include "core/errors.h"
 #include "tp2d/layers.h"
 #include "tp2d/shard_2d.h"
@@ -68,8 +68,8 @@ void GPT::ensure_buffers(int B, int T) {
   };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
-  acts_.inputs.assign(static_cast<size_t>(N), 0);
-  acts_.targets.assign(static_cast<size_t>(Nb), 0);
+  acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
+  acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {Bb, T}, ctx_.device);
   acts_.encoded = act({Nb, Cb});
   for (int l = 0; l < config_.n_layer; ++l) {
     BlockActivations b;
@@ -128,8 +128,8 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   step_ = step;
   train_ = train;
   const int N = B * T, Nb = N / q_, C = config_.n_embd, Cb = C / q_, V = Vb_ * q_;
-  std::copy(inputs, inputs + N, acts_.inputs.begin());
-  std::copy(targets + int64_t{i_} * Nb, targets + int64_t{i_ + 1} * Nb, acts_.targets.begin());  // my rows
+  core::copy_to_device(ctx_, acts_.inputs.data(), inputs, N);
+  core::copy_to_device(ctx_, acts_.targets.data(), targets + int64_t{i_} * Nb, Nb);  // my rows
   const float* wte = params_.value("transformer.wte.weight");  // (Vb, Cb): vocabulary block i, C block j
 
   // Embedding: look up every token in my vocabulary block, reduce-scatter down the column (my rows).
@@ -154,8 +154,8 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   // The loss is the mean over all B·T tokens of the global batch (not a mean per block, DESIGN §8):
   // my rows' sum, summed down the column (the ranks of a row hold the same rows' losses).
   double sum = 0.0;
-  for (int n = 0; n < Nb; ++n) sum += acts_.losses.data()[n];
-  grid_.col_comm().all_reduce(&sum, 1);
+  core::sum(ctx_, &sum, acts_.losses.data(), Nb);
+  sum = comm::all_reduce_scalar(grid_.col_comm(), ctx_, sum);
   return static_cast<float>(sum / N);
 }
 
@@ -279,21 +279,21 @@ void GPT::sum_replicated_gradients() {
   int64_t at = 0;
   for (const auto& t : params_.tensors) {
     if (!column_replicated(t.info.kind)) continue;
-    std::copy(t.grad.data(), t.grad.data() + t.grad.numel(), bucket.data() + at);
+    core::copy_on_device(ctx_, bucket.data() + at, t.grad.data(), t.grad.numel());
     at += t.grad.numel();
   }
   grid_.col_comm().all_reduce(bucket.data(), n);
   at = 0;
   for (auto& t : params_.tensors) {
     if (!column_replicated(t.info.kind)) continue;
-    std::copy(bucket.data() + at, bucket.data() + at + t.grad.numel(), t.grad.data());
+    core::copy_on_device(ctx_, t.grad.data(), bucket.data() + at, t.grad.numel());
     at += t.grad.numel();
   }
 }
 
 float GPT::clip_gradients(float max_norm) {
   double sumsq = params_.owned_grad_sum_squares(ctx_);  // column-replicated tensors: grid row 0's copy only
-  grid_.world().all_reduce(&sumsq, 1);
+  sumsq = comm::all_reduce_scalar(grid_.world(), ctx_, sumsq);
   const double norm = std::sqrt(sumsq);
   if (max_norm > 0.0f) {
     const double coef = static_cast<double>(max_norm) / (norm + 1e-6);

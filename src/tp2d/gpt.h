@@ -37,9 +37,9 @@ struct BlockActivations {
 
 struct Activations {
   int B = 0, T = 0;
-  std::vector<int> inputs;   // (B, T): the whole batch (the embedding looks up every token)
-  std::vector<int> targets;  // (Bb, T): my rows' targets only
-  core::Buffer encoded;      // (Nb, Cb)
+  core::IntBuffer inputs;   // (B, T): the whole batch (the embedding looks up every token)
+  core::IntBuffer targets;  // (Bb, T): my rows' targets only
+  core::Buffer encoded;     // (Nb, Cb)
   std::vector<BlockActivations> blocks;
   core::Buffer lnf, lnf_mean, lnf_rstd;               // (Nb, Cb), (Nb), (Nb)
   core::Buffer logits;                                // (Nb, Vb) vocabulary block j, Vb = ⌈V/q⌉

@@ -54,17 +54,24 @@ void bench_tokens(std::vector<int>& inputs, std::vector<int>& targets, int B, in
 
 }  // namespace
 
-double measure_matmul_gflops() {
-  const int n = 1024;
-  core::MemoryLedger ledger;
-  core::Context ctx = core::cpu_context(ledger);
-  core::Buffer a(ledger, core::MemoryCategory::workspace, {n, n}), b(ledger, core::MemoryCategory::workspace, {n, n}),
-      c(ledger, core::MemoryCategory::workspace, {n, n});
-  for (int64_t k = 0; k < a.numel(); ++k) a.data()[k] = b.data()[k] = 1.0f / static_cast<float>(1 + k % 7);
+double measure_matmul_gflops(const core::Context& device) {
+  const int n = device.device == core::Device::cpu ? 1024 : 4096;  // a GPU needs a larger product to fill it
+  core::MemoryLedger ledger;                                       // the product's buffers are not the model's
+  core::Context ctx = device;
+  ctx.ledger = &ledger;
+  core::Buffer a(ledger, core::MemoryCategory::workspace, {n, n}, ctx.device),
+      b(ledger, core::MemoryCategory::workspace, {n, n}, ctx.device),
+      c(ledger, core::MemoryCategory::workspace, {n, n}, ctx.device);
+  std::vector<float> host(static_cast<size_t>(a.numel()));
+  for (size_t k = 0; k < host.size(); ++k) host[k] = 1.0f / static_cast<float>(1 + k % 7);
+  core::copy_to_device(ctx, a.data(), host.data(), a.numel());
+  core::copy_to_device(ctx, b.data(), host.data(), b.numel());
   std::vector<double> ms;
   for (int r = 0; r < 6; ++r) {
+    core::synchronize(ctx);
     const auto t0 = Clock::now();
     core::matmul(ctx, c.data(), a.data(), b.data(), n, n, n, core::Trans::no, core::Trans::no);
+    core::synchronize(ctx);
     if (r > 0) ms.push_back(ms_since(t0));
   }
   return 2.0 * n * n * n / (median(ms) * 1e6);
@@ -73,14 +80,21 @@ double measure_matmul_gflops() {
 std::string bench(const BenchOptions& o, comm::World& world) {
   model::GPTConfig config = model::GPTConfig::named(o.model);
   const int B = o.batch, T = config.n_positions, V = config.vocab_size;
-  core::MemoryLedger& ledger = core::MemoryLedger::host();
+  // The host ledger on the CPU (as before the GPU path), the device ledger on a GPU.
+  const core::Context ctx = make_context(o.device, world);
+  core::MemoryLedger& ledger = *ctx.ledger;
+  // The machine's matrix-product rate first, before the model takes its memory. Every rank
+  // measures at the same time, so the machine's rate is the sum over ranks.
+  double matmul = measure_matmul_gflops(ctx);
+  world.comm().all_reduce(&matmul, 1);
   std::vector<int> inputs, targets;
   bench_tokens(inputs, targets, B, T, V);
   std::vector<double> step_ms, forward_ms;
   comm::CommLedger step_comm;
-  with_model(o.layout, config, 1, world, [&](auto& gpt) {
+  with_model(o.layout, config, 1, world, ctx, o.device.device_comm(), [&](auto& gpt) {
     AdamW opt(gpt.params(), gpt.context(), AdamWOptions{});
     for (int s = 0; s < o.warmup + o.steps; ++s) {
+      core::synchronize(ctx);  // a GPU's earlier work is not this step's (a no-op on the CPU)
       world.comm().barrier();  // start every step together, so rank 0's clock times the slowest rank too
       const auto before = world.comm().ledger().snapshot();
       const auto t0 = Clock::now();
@@ -89,13 +103,16 @@ std::string bench(const BenchOptions& o, comm::World& world) {
       gpt.backward();
       gpt.clip_gradients(1.0f);
       opt.update(gpt.params(), 1e-4f);
+      core::synchronize(ctx);  // the step ends when the GPU has done it
       if (s >= o.warmup) step_ms.push_back(ms_since(t0));
       step_comm = world.comm().ledger().since(before);
     }
     for (int s = 0; s < o.warmup + o.steps; ++s) {
+      core::synchronize(ctx);
       world.comm().barrier();
       const auto t0 = Clock::now();
       gpt.forward(inputs.data(), targets.data(), B, T, 0, /*train=*/false);
+      core::synchronize(ctx);
       if (s >= o.warmup) forward_ms.push_back(ms_since(t0));
     }
     return 0;
@@ -106,9 +123,6 @@ std::string bench(const BenchOptions& o, comm::World& world) {
   const double n_params = static_cast<double>(config.num_parameters());
   const double flops_per_token = 6.0 * n_params + 6.0 * config.n_layer * config.n_embd * T;
   const double gflops = flops_per_token * tokens / (step * 1e6);
-  // Every rank measures at the same time, so the machine's rate is the sum over ranks.
-  double matmul = measure_matmul_gflops();
-  world.comm().all_reduce(&matmul, 1);
 
   const std::string mem = memory_json(ledger);
 
@@ -132,14 +146,14 @@ std::string bench(const BenchOptions& o, comm::World& world) {
 
   char line[2048];
   std::snprintf(line, sizeof line,
-                "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"model\": \"%s\", \"B\": %d, "
-                "\"T\": %d, \"L\": %d, \"C\": %d, \"NH\": %d, \"V\": %d, \"params\": %.0f, \"threads\": %d, "
-                "\"steps\": %d, \"step_ms\": %.3f, \"forward_ms\": %.3f, \"tokens_per_s\": %.1f, "
+                "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"device\": \"%s\", \"model\": \"%s\", "
+                "\"B\": %d, \"T\": %d, \"L\": %d, \"C\": %d, \"NH\": %d, \"V\": %d, \"params\": %.0f, "
+                "\"threads\": %d, \"steps\": %d, \"step_ms\": %.3f, \"forward_ms\": %.3f, \"tokens_per_s\": %.1f, "
                 "\"flops_per_token\": \"6N + 6*L*C*T\", \"gflops\": %.2f, \"matmul_gflops\": %.2f, "
                 "\"fraction_of_matmul\": %.3f, \"peak_memory_mib\": %s, \"comm_per_step\": %s}",
-                o.layout.c_str(), world.size(), o.model.c_str(), B, T, config.n_layer, config.n_embd, config.n_head, V,
-                n_params, omp_get_max_threads(), o.steps, step, fwd, 1e3 * tokens / step, gflops, matmul,
-                gflops / matmul, mem.c_str(), comm.c_str());
+                o.layout.c_str(), world.size(), o.device.device.c_str(), o.model.c_str(), B, T, config.n_layer,
+                config.n_embd, config.n_head, V, n_params, omp_get_max_threads(), o.steps, step, fwd,
+                1e3 * tokens / step, gflops, matmul, gflops / matmul, mem.c_str(), comm.c_str());
   return line;
 }
 
@@ -155,15 +169,16 @@ bool step_fits(const BenchOptions& o, const model::GPTConfig& config, int B, siz
   bench_tokens(inputs, targets, B, config.n_positions, config.vocab_size);
   int failed = 0;
   try {
-    with_model(o.layout, config, 1, world, core::cpu_context(ledger), [&](auto& gpt) {
-      AdamW opt(gpt.params(), gpt.context(), AdamWOptions{});
-      gpt.params().zero_grads();
-      gpt.forward(inputs.data(), targets.data(), B, config.n_positions, 0);
-      gpt.backward();
-      gpt.clip_gradients(1.0f);
-      opt.update(gpt.params(), 1e-4f);
-      return 0;
-    });
+    with_model(o.layout, config, 1, world, make_context(o.device, world, ledger), o.device.device_comm(),
+               [&](auto& gpt) {
+                 AdamW opt(gpt.params(), gpt.context(), AdamWOptions{});
+                 gpt.params().zero_grads();
+                 gpt.forward(inputs.data(), targets.data(), B, config.n_positions, 0);
+                 gpt.backward();
+                 gpt.clip_gradients(1.0f);
+                 opt.update(gpt.params(), 1e-4f);
+                 return 0;
+               });
   } catch (const core::MemoryBudgetExceeded&) {
     failed = 1;
   }
@@ -197,11 +212,11 @@ std::string max_batch_under_budget(const BenchOptions& o, comm::World& world) {
   }
   char line[1024];
   std::snprintf(line, sizeof line,
-                "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"model\": \"%s\", \"T\": %d, "
-                "\"L\": %d, \"C\": %d, \"NH\": %d, \"budget_mib\": %.1f, \"batch_multiple_of\": %d, "
+                "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"device\": \"%s\", \"model\": \"%s\", "
+                "\"T\": %d, \"L\": %d, \"C\": %d, \"NH\": %d, \"budget_mib\": %.1f, \"batch_multiple_of\": %d, "
                 "\"max_batch\": %d, \"peak_memory_mib_at_max\": %s}",
-                o.layout.c_str(), world.size(), o.model.c_str(), config.n_positions, config.n_layer, config.n_embd,
-                config.n_head, o.budget_mib, step, fits * step, memory.c_str());
+                o.layout.c_str(), world.size(), o.device.device.c_str(), o.model.c_str(), config.n_positions,
+                config.n_layer, config.n_embd, config.n_head, o.budget_mib, step, fits * step, memory.c_str());
   return line;
 }
 

@@ -3,12 +3,17 @@
 // model FLOP/s by the formula (6N + 6·L·C·T) FLOPs per token, the fraction of this machine's
 // measured matrix-product rate (summed over the ranks, each measuring at the same time), the ledger's peak memory by
 // category and the communication of one training step per rank (calls and bytes by operation). One JSON line per run.
+// With --device cuda the same on the GPU: every timed region starts and ends with the stream
+// synchronised, the matrix-product rate is cuBLAS sgemm's on that GPU (TF32 off, as the model
+// computes), and the memory is the device ledger's.
 #pragma once
 
 #include <string>
 
 #include "comm/world.h"
+#include "core/context.h"
 #include "model/config.h"
+#include "train/device.h"
 
 namespace optimus::train {
 
@@ -19,6 +24,7 @@ struct BenchOptions {
   int steps = 7;          // measured steps (the median is reported)
   int warmup = 2;         // steps run first and not measured
   double budget_mib = 0;  // > 0: instead of timing, find the largest batch that fits this per rank
+  DeviceOptions device;   // --device, --device-comm
 };
 
 /// Runs the benchmark of options.layout on this world (collective) and returns its JSON line
@@ -31,7 +37,9 @@ std::string bench(const BenchOptions& options, comm::World& world);
 /// throws). Doubling, then bisection; one training step per probe. Collective; its JSON line.
 std::string max_batch_under_budget(const BenchOptions& options, comm::World& world);
 
-/// The sgemm rate of this machine in GFLOP/s: the median of 5 products of 1024×1024 matrices.
-double measure_matmul_gflops();
+/// The sgemm rate of the context's device in GFLOP/s: the median of 5 products of n×n matrices
+/// after one unmeasured, n = 1024 on the CPU (OpenBLAS), 4096 on a GPU (cuBLAS, the context's math
+/// mode: float32 unless TF32 was asked for), each timed between two synchronisations.
+double measure_matmul_gflops(const core::Context& ctx);
 
 }  // namespace optimus::train

@@ -1,5 +1,6 @@
 // Checkpoints of a training run: canonical tensors in, canonical tensors out. In this chapter the
 // shards are whole tensors; the parallel stages gather to canonical form before these functions.
+// Shards on a GPU travel through host memory (model/gather.h); the gathers use the World's MPI.
 #include "train/checkpointing.h"
 
 #include <filesystem>
@@ -25,7 +26,7 @@ void save_checkpoint(const std::string& dir, const model::GPTConfig& config, con
                      const model::SpecOfRank& spec_of, comm::World& world, const AdamW* opt, const TrainState& state) {
   // Every rank takes part in the gathers; only rank 0 holds on to the canonical tensors and writes.
   auto gather = [&](const model::ParamTensor& t, const float* data) {
-    return model::gather_canonical(t, data, world.comm(), spec_of);
+    return model::gather_canonical(params.ctx, t, data, world.comm(), spec_of);
   };
   model::CanonicalParams canonical;
   std::vector<model::SafeTensor> moments;
@@ -64,7 +65,7 @@ void load_weights(const std::string& dir, const model::GPTConfig& config, model:
   model::CanonicalParams canonical = model::load_model_matching(dir, config);
   for (size_t i = 0; i < params.tensors.size(); ++i) {
     auto& t = params.tensors[i];
-    model::scatter_from_canonical(t.value.data(), canonical[i].data(), t.spec);
+    model::scatter_to_shard(params.ctx, t.value.data(), canonical[i].data(), t.spec);
   }
 }
 
@@ -92,8 +93,8 @@ TrainState load_train_state(const std::string& dir, const model::ParamSet& param
     const auto& t = params.tensors[i];
     const auto m = f.require("adamw.m." + t.info.name, model::DType::f32, t.spec.canonical).floats();
     const auto v = f.require("adamw.v." + t.info.name, model::DType::f32, t.spec.canonical).floats();
-    model::scatter_from_canonical(opt.m(i).data(), m.data(), t.spec);
-    model::scatter_from_canonical(opt.v(i).data(), v.data(), t.spec);
+    model::scatter_to_shard(params.ctx, opt.m(i).data(), m.data(), t.spec);
+    model::scatter_to_shard(params.ctx, opt.v(i).data(), v.data(), t.spec);
   }
   opt.set_step(metadata_int(f, "adamw_step"));
   TrainState s;
@@ -108,7 +109,7 @@ void save_gradients(const std::string& dir, const model::ParamSet& params, const
                     comm::World& world) {
   std::vector<model::SafeTensor> grads;
   for (const auto& t : params.tensors) {
-    const auto full = model::gather_canonical(t, t.grad.data(), world.comm(), spec_of);
+    const auto full = model::gather_canonical(params.ctx, t, t.grad.data(), world.comm(), spec_of);
     grads.push_back(model::SafeTensor::from_floats(t.info.name, t.spec.canonical, full.data()));
   }
   std::string error;

@@ -1,12 +1,18 @@
 // The layouts a run can use (serial, 1d, 2d): one place that checks the world against the layout
 // and builds the model, so train, eval and bench share it. The model types have
 // the same interface (forward, backward, clip_gradients, params, spec_of), so the code that uses
-// them is written once, as templates.
+// them is written once, as templates. Here too the choice of communicator: the World's MPI one on
+// the CPU; on a GPU a device communicator (NCCL or host-staged, comm/device_comm.h) over the same
+// ranks, from which the grids split their row and column groups.
 #pragma once
 
+#include <mpi.h>
+
+#include <memory>
 #include <string>
 #include <utility>
 
+#include "comm/device_comm.h"
 #include "comm/grid.h"
 #include "comm/world.h"
 #include "core/errors.h"
@@ -18,12 +24,26 @@
 
 namespace optimus::train {
 
-/// Builds the model of `layout` for this world (initialised from `seed`, its memory on `ctx`) and
-/// returns body(model). A layout that does not fit the world, or a size not divisible, is a
-/// core::ConfigError raised identically on every rank before any communication.
+/// The communicator a parallel model computes with, for memory on `ctx`: the World's own (MPI) on
+/// a CPU context; on a CUDA context a device communicator over the same ranks, named "world" and
+/// recording into the process's ledger like the World's, NCCL or staged as `device_comm` resolves
+/// (collective; a forced nccl that cannot work is a ConfigError on every rank). `owned` keeps a
+/// device communicator alive; it stays empty on the CPU.
+inline comm::Communicator& model_communicator(comm::World& world, const core::Context& ctx,
+                                              comm::DeviceComm device_comm,
+                                              std::unique_ptr<comm::Communicator>& owned) {
+  if (ctx.device == core::Device::cpu) return world.comm();
+  owned = comm::make_device_communicator(MPI_COMM_WORLD, ctx, device_comm, "world");
+  return *owned;
+}
+
+/// Builds the model of `layout` for this world (initialised from `seed`, its memory on `ctx`, its
+/// collectives on model_communicator) and returns body(model). A layout that does not fit the
+/// world, or a size not divisible, is a core::ConfigError raised identically on every rank before
+/// any communication.
 template <typename Body>
 int with_model(const std::string& layout, const model::GPTConfig& config, uint32_t seed, comm::World& world,
-               const core::Context& ctx, Body&& body) {
+               const core::Context& ctx, comm::DeviceComm device_comm, Body&& body) {
   if (layout == "serial") {
     if (world.size() != 1) {
       throw core::ConfigError("the serial layout runs on 1 process, but the world has " + std::to_string(world.size()) +
@@ -33,18 +53,27 @@ int with_model(const std::string& layout, const model::GPTConfig& config, uint32
     return body(gpt);
   }
   if (layout == "1d") {
-    comm::Grid1D grid(world.comm());
+    std::unique_ptr<comm::Communicator> device;  // outlives the grid and the model
+    comm::Grid1D grid(model_communicator(world, ctx, device_comm, device));
     tp1d::GPT gpt(config, ctx, seed, grid);
     return body(gpt);
   }
   if (layout == "2d") {
     // Both checks come before the grid's splits, so a bad world or model is one message, no collective.
     tp2d::check_divisible_2d(config, comm::Grid2D::side(world.size()));
-    comm::Grid2D grid(world.comm());
+    std::unique_ptr<comm::Communicator> device;
+    comm::Grid2D grid(model_communicator(world, ctx, device_comm, device));
     tp2d::GPT gpt(config, ctx, seed, grid);
     return body(gpt);
   }
   throw core::ConfigError("unknown layout '" + layout + "'; choose serial, 1d or 2d");
+}
+
+/// The same with the device communicator chosen automatically.
+template <typename Body>
+int with_model(const std::string& layout, const model::GPTConfig& config, uint32_t seed, comm::World& world,
+               const core::Context& ctx, Body&& body) {
+  return with_model(layout, config, seed, world, ctx, comm::DeviceComm::automatic, std::forward<Body>(body));
 }
 
 /// Throws core::ConfigError, on every rank alike, unless the layout can split a batch of B

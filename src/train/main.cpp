@@ -14,6 +14,7 @@
 #include "train/bench.h"
 #include "train/checkpointing.h"
 #include "train/data.h"
+#include "train/device.h"
 #include "train/json_config.h"
 #include "train/layouts.h"
 #include "train/sample.h"
@@ -33,7 +34,7 @@ void add_model_flags(CLI::App* app, model::GPTConfig& m) {
 }
 
 int cmd_eval(comm::World& world, const std::string& checkpoint, const std::string& data_path, int B, int T, int batches,
-             const std::string& layout) {
+             const std::string& layout, const train::DeviceOptions& device) {
   model::GPTConfig config = train::load_checkpoint_config(checkpoint);
   if (T > config.n_positions) {
     throw core::ConfigError("--seq " + std::to_string(T) + " exceeds the checkpoint's n_positions " +
@@ -44,7 +45,8 @@ int cmd_eval(comm::World& world, const std::string& checkpoint, const std::strin
   train::require_batch_fits(layout, B, world);
   train::TokenFile data = train::TokenFile::load(data_path);
   train::require_tokens_for_eval(data, B, T, batches);
-  return train::with_model(layout, config, 0, world, [&](auto& gpt) {
+  const core::Context ctx = train::make_context(device, world);
+  return train::with_model(layout, config, 0, world, ctx, device.device_comm(), [&](auto& gpt) {
     train::load_weights(checkpoint, config, gpt.params());
     const double loss = train::evaluate(gpt, data, B, T, batches);
     world.print0("loss %.10g\n", loss);
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
         "each checkpoint also holds its step's gradients (gradients.safetensors), for scripts/compare.sh");
     // Test-only (hidden from --help): the robustness tests' way to make a loss NaN.
     train_cmd->add_option("--inject-nan-at-step", t.inject_nan_at_step)->group("");
+    train::add_device_flags(train_cmd, t.device);
 
     // eval
     std::string e_ckpt, e_data, e_layout = "serial";
@@ -114,6 +117,8 @@ int main(int argc, char** argv) {
     eval_cmd->add_option("--batches", e_batches, "batches: batch k row b reads tokens [(kB+b)T, (kB+b+1)T]")
         ->capture_default_str();
     eval_cmd->add_option("--layout", e_layout, "serial, 1d or 2d")->capture_default_str();
+    train::DeviceOptions e_device;
+    train::add_device_flags(eval_cmd, e_device);
 
     // init
     model::GPTConfig i_model;
@@ -148,6 +153,7 @@ int main(int argc, char** argv) {
         ->add_option("--max-batch-budget", b_opt.budget_mib,
                      "instead of timing: the largest batch whose training step fits this many MiB per rank")
         ->check(CLI::NonNegativeNumber);
+    train::add_device_flags(bench_cmd, b_opt.device);
 
     try {
       app.parse(argc, argv);
@@ -165,7 +171,7 @@ int main(int argc, char** argv) {
         throw core::ConfigError("--data is required (on the command line or in --config); see --help");
       return train::train(t, world);
     }
-    if (*eval_cmd) return cmd_eval(world, e_ckpt, e_data, e_batch, e_seq, e_batches, e_layout);
+    if (*eval_cmd) return cmd_eval(world, e_ckpt, e_data, e_batch, e_seq, e_batches, e_layout, e_device);
     if (*init_cmd) {
       i_model.validate();
       // Never overwrite: a folder that already holds a checkpoint is refused (DESIGN §11).

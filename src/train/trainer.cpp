@@ -242,6 +242,7 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
     const float norm = gpt.clip_gradients(o.grad_clip);
     const float lr = learning_rate(step, o.steps, o.warmup, o.lr, o.min_lr);
     opt.update(gpt.params(), lr);
+    core::synchronize(gpt.context());  // a GPU's queued work is part of the step's time
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const double tok_s = 1000.0 * B * T / ms;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
@@ -300,8 +301,10 @@ int train(const TrainOptions& o, comm::World& world) {
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
   }
+  const core::Context ctx = make_context(o.device, world);
+  if (ctx.device == core::Device::cuda) world.print0("device: cuda, %s\n", core::cuda_device_report().c_str());
   // Inside with_model, after its layout checks: a run refused for its world or its sizes leaves no --out behind.
-  return with_model(o.layout, o.model, o.seed, world, [&](auto& gpt) {
+  return with_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(), [&](auto& gpt) {
     require_writable_folder(o.out, world);
     return run_training(o, world, gpt, train_data, val_data, eval_batches);
   });

@@ -10,6 +10,7 @@
 #include "comm/world.h"
 #include "model/config.h"
 #include "train/data.h"
+#include "train/device.h"
 #include "train/optimizer.h"
 
 namespace optimus::train {
@@ -38,6 +39,7 @@ struct TrainOptions {
   std::string progress = "auto";  // live (one line rewritten in place), lines, or auto (live on a terminal, 1 process)
   int inject_nan_at_step = 0;     // test-only: the loss of this step (from 1) becomes NaN (0: never)
   bool save_gradients = false;    // each step checkpoint also holds the step's gradients (scripts/compare.sh)
+  DeviceOptions device;           // --device, --device-comm (train/device.h)
 };
 
 /// Runs the training described by `o` and returns the process exit code. Rank 0 prints.

@@ -1,0 +1,120 @@
+// The stage tests' main (issue 7): run as
+//   mpiexec -np N test_gpu_stages [--cpu-stand-in] "[tag]"
+// Every rank checks for a GPU; where any rank has none, every rank exits 77, which ctest reports as
+// skipped. Otherwise each rank makes a CUDA context on GPU (node-local rank % GPUs) — 4 ranks on
+// one GPU share it — and a host-staged communicator over the world on it (NCCL refuses ranks that
+// share a GPU; the staged one is what `--device-comm auto` picks there). Verdicts are combined over
+// all ranks, as in tests/mpi. With --cpu-stand-in a CPU context takes the GPU's place (label mpi,
+// any machine): the comparisons are then exact, and what is tested is the tests' own logic and the
+// stages on a communicator that is not the World's (the staged one, over host memory).
+#define CATCH_CONFIG_RUNNER
+#include <mpi.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/device_comm.h"
+#include "comm/mpi_communicator.h"
+#include "comm/staged_communicator.h"
+#include "gpu_test.h"
+#include "mpi/mpi_test.h"
+#include "stage_test.h"
+
+namespace {
+optimus::comm::World* the_world = nullptr;
+std::optional<optimus::core::Context> the_cuda;
+std::unique_ptr<optimus::comm::Communicator> the_device_world;
+}  // namespace
+
+namespace mpi_test {
+
+optimus::comm::World& world() {
+  return *the_world;
+}
+
+std::string failed_ranks(bool ok) {
+  const int p = world().size();
+  const int mine = ok ? 0 : 1;
+  std::vector<int> failed(static_cast<size_t>(p));
+  OPTIMUS_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT, failed.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  std::string list;
+  int count = 0;
+  for (int r = 0; r < p; ++r) {
+    if (!failed[static_cast<size_t>(r)]) continue;
+    list += (count++ ? ", " : "") + std::to_string(r);
+  }
+  if (count == 0) return "";
+  return (count == 1 ? "rank " : "ranks ") + list + " (of " + std::to_string(p) + ")";
+}
+
+}  // namespace mpi_test
+
+namespace gpu_test {
+const optimus::core::Context& cuda() {
+  return *the_cuda;
+}
+const optimus::core::Context& cpu() {
+  static const optimus::core::Context ctx = optimus::core::cpu_context();
+  return ctx;
+}
+}  // namespace gpu_test
+
+namespace stage_test {
+optimus::comm::Communicator& device_world() {
+  return *the_device_world;
+}
+}  // namespace stage_test
+
+int main(int argc, char** argv) {
+  optimus::comm::World world(argc, argv);
+  the_world = &world;
+  const bool stand_in = argc > 1 && std::string(argv[1]) == "--cpu-stand-in";
+  std::vector<char*> catch_args = {argv[0]};  // Catch sees the rest
+  for (int k = stand_in ? 2 : 1; k < argc; ++k) catch_args.push_back(argv[k]);
+
+  Catch::Session session;
+  session.configData().useColour = Catch::UseColour::No;
+  if (const int rc = session.applyCommandLine(static_cast<int>(catch_args.size()), catch_args.data()); rc != 0) {
+    return rc;
+  }
+  Catch::ConfigData& config = session.configData();
+  if (config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters) {
+    if (world.rank() == 0) session.run();
+    return 0;
+  }
+  config.warnings = static_cast<Catch::WarnAbout::What>(config.warnings | Catch::WarnAbout::NoTests);
+
+  optimus::core::MemoryLedger ledger;  // this rank's GPU memory
+  if (stand_in) {
+    world.print0("a CPU context stands in for the GPU\n");
+    the_cuda = optimus::core::cpu_context(ledger);
+    the_device_world = std::make_unique<optimus::comm::StagedCommunicator>(MPI_COMM_WORLD, *the_cuda, "world");
+  } else {
+    const int gpus = optimus::core::cuda_device_count();
+    if (!world.all_agree(gpus > 0)) {
+      world.print0("skipped: the stages on the GPU need a GPU on every rank (%s)\n",
+                   optimus::core::cuda_device_report().c_str());
+      return gpu_test::kSkip;
+    }
+    world.print0("%s\n", optimus::core::cuda_device_report().c_str());
+    const optimus::comm::NodePlacement place = optimus::comm::node_placement(MPI_COMM_WORLD);
+    the_cuda = optimus::core::cuda_context(ledger, place.local_rank % gpus);
+    the_device_world =
+        optimus::comm::make_device_communicator(MPI_COMM_WORLD, *the_cuda, optimus::comm::DeviceComm::staged, "world");
+  }
+
+  const int local = session.run();
+  const std::string failed = mpi_test::failed_ranks(local == 0);
+  if (failed.empty()) {
+    world.print0("gpu stage tests: all %d ranks passed\n", world.size());
+  } else {
+    world.print0("gpu stage tests: FAILED on %s\n", failed.c_str());
+  }
+  the_device_world.reset();
+  the_cuda.reset();  // the stream and cuBLAS handle go before MPI_Finalize and main's return
+  the_world = nullptr;
+  return failed.empty() ? 0 : 1;
+}
