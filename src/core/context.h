@@ -91,10 +91,4 @@ void copy_on_device(const Context& ctx, T* dst, const T* src, int64_t n) {
 /// region needs it, or CUDA events, on both ends (DESIGN §12).
 void synchronize(const Context& ctx);
 
-/// out (one double, host memory) = Σ x over x (n) on the context's device, accumulated in double
-/// in chunks of 2^14 elements summed in order, then the chunks in order: for n ≤ 2^14 exactly the
-/// sequential double sum, and the same bits on the CPU and the GPU. (A stage sums its per-token
-/// losses with it without copying them to the host.)
-void sum(const Context& ctx, double* out, const float* x, int64_t n);
-
 }  // namespace optimus::core

@@ -131,6 +131,10 @@ void zero(const Context& ctx, float* x, int64_t n);
 void scale(const Context& ctx, float* x, float s, int64_t n);
 /// out (one double) = Σ x², accumulated in double. out is host memory.
 void sum_squares(const Context& ctx, double* out, const float* x, int64_t n);
+/// out (one double, host memory) = Σ x. Both sums run in chunks of 2^14 elements, summed in
+/// order, then the chunks in order: for n ≤ 2^14 exactly the sequential double sum, and the same
+/// bits for any number of threads and on the GPU. (A stage sums its per-token losses with it.)
+void sum(const Context& ctx, double* out, const float* x, int64_t n);
 
 // ---- attention --------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/context.h"
@@ -17,9 +18,16 @@ namespace gpu_test {
 /// The exit code of a test binary that found no GPU; ctest reports it as skipped (SKIP_RETURN_CODE).
 inline constexpr int kSkip = 77;
 
-/// The CUDA context on GPU 0 that the test main made (valid while tests run), and a CPU context.
-const optimus::core::Context& cuda();
-const optimus::core::Context& cpu();
+/// The CUDA context the test main made (valid while tests run; the main sets and resets it), and a
+/// CPU context.
+inline std::optional<optimus::core::Context> the_cuda;
+inline const optimus::core::Context& cuda() {
+  return *the_cuda;
+}
+inline const optimus::core::Context& cpu() {
+  static const optimus::core::Context ctx = optimus::core::cpu_context();
+  return ctx;
+}
 
 /// A value no op writes: outputs start as it, so an element the GPU forgot stands out.
 inline constexpr float kPoison = -777.0f;

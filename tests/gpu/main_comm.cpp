@@ -18,7 +18,7 @@
 #include "comm/staged_communicator.h"
 #include "comm_test.h"
 #include "gpu_test.h"
-#include "mpi/mpi_test.h"
+#include "mpi/mpi_main.h"
 #if defined(OPTIMUS_WITH_CUDA)
 #include "comm/nccl_communicator.h"
 #endif
@@ -33,21 +33,6 @@ namespace mpi_test {
 
 optimus::comm::World& world() {
   return *the_world;
-}
-
-std::string failed_ranks(bool ok) {
-  const int p = world().size();
-  const int mine = ok ? 0 : 1;
-  std::vector<int> failed(static_cast<size_t>(p));
-  OPTIMUS_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT, failed.data(), 1, MPI_INT, MPI_COMM_WORLD));
-  std::string list;
-  int count = 0;
-  for (int r = 0; r < p; ++r) {
-    if (!failed[static_cast<size_t>(r)]) continue;
-    list += (count++ ? ", " : "") + std::to_string(r);
-  }
-  if (count == 0) return "";
-  return (count == 1 ? "rank " : "ranks ") + list + " (of " + std::to_string(p) + ")";
 }
 
 }  // namespace mpi_test
@@ -85,15 +70,8 @@ int main(int argc, char** argv) {
   for (int k = 2; k < argc; ++k) catch_args.push_back(argv[k]);
 
   Catch::Session session;
-  session.configData().useColour = Catch::UseColour::No;
-  if (const int rc = session.applyCommandLine(static_cast<int>(catch_args.size()), catch_args.data()); rc != 0) {
-    return rc;
-  }
-  Catch::ConfigData& config = session.configData();
-  if (config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters) {
-    return world.rank() == 0 ? session.run() : 0;
-  }
-  config.warnings = static_cast<Catch::WarnAbout::What>(config.warnings | Catch::WarnAbout::NoTests);
+  const int rc = mpi_test::prepare_session(session, static_cast<int>(catch_args.size()), catch_args.data());
+  if (rc >= 0) return rc;
 
   optimus::core::MemoryLedger ledger;  // this rank's device memory
   if (the_kind == "staged-cpu") {
@@ -118,14 +96,8 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  const int local = session.run();
-  const std::string failed = mpi_test::failed_ranks(local == 0);
-  if (failed.empty()) {
-    world.print0("%s communicator tests: all %d ranks passed\n", the_kind.c_str(), world.size());
-  } else {
-    world.print0("%s communicator tests: FAILED on %s\n", the_kind.c_str(), failed.c_str());
-  }
+  const int verdict = mpi_test::combined_verdict(session.run(), the_kind + " communicator tests");
   the_context.reset();
   the_world = nullptr;
-  return failed.empty() ? 0 : 1;
+  return verdict;
 }

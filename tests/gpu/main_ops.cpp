@@ -9,20 +9,6 @@
 #include "core/context.h"
 #include "gpu_test.h"
 
-namespace {
-std::optional<optimus::core::Context> the_cuda;
-}  // namespace
-
-namespace gpu_test {
-const optimus::core::Context& cuda() {
-  return *the_cuda;
-}
-const optimus::core::Context& cpu() {
-  static const optimus::core::Context ctx = optimus::core::cpu_context();
-  return ctx;
-}
-}  // namespace gpu_test
-
 int main(int argc, char** argv) {
   Catch::Session session;
   if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
@@ -35,8 +21,8 @@ int main(int argc, char** argv) {
   }
   std::printf("%s\n", optimus::core::cuda_device_report().c_str());
   optimus::core::MemoryLedger ledger;  // the GPU's memory
-  the_cuda = optimus::core::cuda_context(ledger, 0);
+  gpu_test::the_cuda = optimus::core::cuda_context(ledger, 0);
   const int failed = session.run();
-  the_cuda.reset();            // the stream and cuBLAS handle go before main returns, not at static destruction
+  gpu_test::the_cuda.reset();  // the stream and cuBLAS handle go before main returns, not at static destruction
   return failed == 0 ? 0 : 1;  // never 77 by accident
 }

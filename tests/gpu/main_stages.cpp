@@ -20,12 +20,11 @@
 #include "comm/mpi_communicator.h"
 #include "comm/staged_communicator.h"
 #include "gpu_test.h"
-#include "mpi/mpi_test.h"
+#include "mpi/mpi_main.h"
 #include "stage_test.h"
 
 namespace {
 optimus::comm::World* the_world = nullptr;
-std::optional<optimus::core::Context> the_cuda;
 std::unique_ptr<optimus::comm::Communicator> the_device_world;
 }  // namespace
 
@@ -35,32 +34,7 @@ optimus::comm::World& world() {
   return *the_world;
 }
 
-std::string failed_ranks(bool ok) {
-  const int p = world().size();
-  const int mine = ok ? 0 : 1;
-  std::vector<int> failed(static_cast<size_t>(p));
-  OPTIMUS_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT, failed.data(), 1, MPI_INT, MPI_COMM_WORLD));
-  std::string list;
-  int count = 0;
-  for (int r = 0; r < p; ++r) {
-    if (!failed[static_cast<size_t>(r)]) continue;
-    list += (count++ ? ", " : "") + std::to_string(r);
-  }
-  if (count == 0) return "";
-  return (count == 1 ? "rank " : "ranks ") + list + " (of " + std::to_string(p) + ")";
-}
-
 }  // namespace mpi_test
-
-namespace gpu_test {
-const optimus::core::Context& cuda() {
-  return *the_cuda;
-}
-const optimus::core::Context& cpu() {
-  static const optimus::core::Context ctx = optimus::core::cpu_context();
-  return ctx;
-}
-}  // namespace gpu_test
 
 namespace stage_test {
 optimus::comm::Communicator& device_world() {
@@ -76,22 +50,15 @@ int main(int argc, char** argv) {
   for (int k = stand_in ? 2 : 1; k < argc; ++k) catch_args.push_back(argv[k]);
 
   Catch::Session session;
-  session.configData().useColour = Catch::UseColour::No;
-  if (const int rc = session.applyCommandLine(static_cast<int>(catch_args.size()), catch_args.data()); rc != 0) {
-    return rc;
-  }
-  Catch::ConfigData& config = session.configData();
-  if (config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters) {
-    if (world.rank() == 0) session.run();
-    return 0;
-  }
-  config.warnings = static_cast<Catch::WarnAbout::What>(config.warnings | Catch::WarnAbout::NoTests);
+  const int rc = mpi_test::prepare_session(session, static_cast<int>(catch_args.size()), catch_args.data());
+  if (rc >= 0) return rc;
 
   optimus::core::MemoryLedger ledger;  // this rank's GPU memory
   if (stand_in) {
     world.print0("a CPU context stands in for the GPU\n");
-    the_cuda = optimus::core::cpu_context(ledger);
-    the_device_world = std::make_unique<optimus::comm::StagedCommunicator>(MPI_COMM_WORLD, *the_cuda, "world");
+    gpu_test::the_cuda = optimus::core::cpu_context(ledger);
+    the_device_world =
+        std::make_unique<optimus::comm::StagedCommunicator>(MPI_COMM_WORLD, *gpu_test::the_cuda, "world");
   } else {
     const int gpus = optimus::core::cuda_device_count();
     if (!world.all_agree(gpus > 0)) {
@@ -101,20 +68,14 @@ int main(int argc, char** argv) {
     }
     world.print0("%s\n", optimus::core::cuda_device_report().c_str());
     const optimus::comm::NodePlacement place = optimus::comm::node_placement(MPI_COMM_WORLD);
-    the_cuda = optimus::core::cuda_context(ledger, place.local_rank % gpus);
-    the_device_world =
-        optimus::comm::make_device_communicator(MPI_COMM_WORLD, *the_cuda, optimus::comm::DeviceComm::staged, "world");
+    gpu_test::the_cuda = optimus::core::cuda_context(ledger, place.local_rank % gpus);
+    the_device_world = optimus::comm::make_device_communicator(MPI_COMM_WORLD, *gpu_test::the_cuda,
+                                                               optimus::comm::DeviceComm::staged, "world");
   }
 
-  const int local = session.run();
-  const std::string failed = mpi_test::failed_ranks(local == 0);
-  if (failed.empty()) {
-    world.print0("gpu stage tests: all %d ranks passed\n", world.size());
-  } else {
-    world.print0("gpu stage tests: FAILED on %s\n", failed.c_str());
-  }
+  const int verdict = mpi_test::combined_verdict(session.run(), "gpu stage tests");
   the_device_world.reset();
-  the_cuda.reset();  // the stream and cuBLAS handle go before MPI_Finalize and main's return
+  gpu_test::the_cuda.reset();  // the stream and cuBLAS handle go before MPI_Finalize and main's return
   the_world = nullptr;
-  return failed.empty() ? 0 : 1;
+  return verdict;
 }

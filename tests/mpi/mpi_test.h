@@ -4,11 +4,14 @@
 // collective. Use only these in tests/mpi, and call them on every rank of the world.
 #pragma once
 
+#include <mpi.h>
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "comm/mpi_communicator.h"  // OPTIMUS_MPI_CHECK
 #include "comm/world.h"
 
 namespace mpi_test {
@@ -18,7 +21,20 @@ optimus::comm::World& world();
 
 /// Collective over the world: "" if ok on every rank, else e.g. "ranks 0, 2 (of 4)". Goes to MPI
 /// directly, so the process's communication ledger sees only what the tests themselves send.
-std::string failed_ranks(bool ok);
+inline std::string failed_ranks(bool ok) {
+  const int p = world().size();
+  const int mine = ok ? 0 : 1;
+  std::vector<int> failed(static_cast<size_t>(p));
+  OPTIMUS_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT, failed.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  std::string list;
+  int count = 0;
+  for (int r = 0; r < p; ++r) {
+    if (!failed[static_cast<size_t>(r)]) continue;
+    list += (count++ ? ", " : "") + std::to_string(r);
+  }
+  if (count == 0) return "";
+  return (count == 1 ? "rank " : "ranks ") + list + " (of " + std::to_string(p) + ")";
+}
 
 /// Evaluates a test expression; an exception counts as false (and is reported) instead of
 /// escaping on one rank and leaving the others in the next collective.

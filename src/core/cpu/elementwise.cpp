@@ -37,22 +37,37 @@ void scale(const Context& ctx, float* x, float s, int64_t n) {
   for (int64_t k = 0; k < n; ++k) x[k] *= s;
 }
 
-void sum_squares(const Context& ctx, double* out, const float* x, int64_t n) {
-  OPTIMUS_DISPATCH(ctx, cuda::sum_squares(ctx, out, x, n));
-  // Fixed-size chunks summed in chunk order: the same double for any number of threads, so a
-  // resumed run clips its gradients exactly as the original did.
+namespace {
+
+// Σ term(x[k]) in double over fixed-size chunks, summed in chunk order: the same double for any
+// number of threads (so a resumed run clips its gradients exactly as the original did), and the
+// order the CUDA kernels use.
+template <typename Term>
+double chunked_sum(const float* x, int64_t n, Term term) {
   constexpr int64_t kChunk = 1 << 14;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   std::vector<double> partial(static_cast<size_t>(chunks));  // (chunks)
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < chunks; ++c) {
     double s = 0.0;
-    for (int64_t k = c * kChunk; k < std::min(n, (c + 1) * kChunk); ++k) s += static_cast<double>(x[k]) * x[k];
+    for (int64_t k = c * kChunk; k < std::min(n, (c + 1) * kChunk); ++k) s += term(static_cast<double>(x[k]));
     partial[static_cast<size_t>(c)] = s;
   }
   double total = 0.0;
   for (double s : partial) total += s;
-  *out = total;
+  return total;
+}
+
+}  // namespace
+
+void sum_squares(const Context& ctx, double* out, const float* x, int64_t n) {
+  OPTIMUS_DISPATCH(ctx, cuda::sum_squares(ctx, out, x, n));
+  *out = chunked_sum(x, n, [](double v) { return v * v; });
+}
+
+void sum(const Context& ctx, double* out, const float* x, int64_t n) {
+  OPTIMUS_DISPATCH(ctx, cuda::sum(ctx, out, x, n));
+  *out = chunked_sum(x, n, [](double v) { return v; });
 }
 
 }  // namespace optimus::core
