@@ -44,6 +44,10 @@ MPI_Op mpi_op(ReduceOp op) {
   return op == ReduceOp::sum ? MPI_SUM : MPI_MAX;
 }
 
+}  // namespace
+
+namespace detail {
+
 int rank_in(MPI_Comm comm) {
   int r = 0;
   OPTIMUS_MPI_CHECK(MPI_Comm_rank(comm, &r));
@@ -56,10 +60,10 @@ int size_of(MPI_Comm comm) {
   return s;
 }
 
-}  // namespace
+}  // namespace detail
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name, CommLedger& ledger)
-    : Communicator(rank_in(comm), size_of(comm), std::move(name), ledger), comm_(comm) {}
+    : Communicator(detail::rank_in(comm), detail::size_of(comm), std::move(name), ledger), comm_(comm) {}
 
 MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;

@@ -25,6 +25,12 @@ inline void mpi_check(int code, const char* call, const char* file, int line) {
 /// MPI_ERRORS_RETURN, which World sets on the world (split communicators inherit it).
 #define OPTIMUS_MPI_CHECK(call) ::optimus::comm::detail::mpi_check((call), #call, __FILE__, __LINE__)
 
+namespace detail {
+/// This process's rank in `comm`, and the number of ranks of `comm` (checked MPI calls).
+int rank_in(MPI_Comm comm);
+int size_of(MPI_Comm comm);
+}  // namespace detail
+
 /// MPI counts are int, so one call carries at most INT_MAX elements (per rank's block for
 /// all_gather and reduce_scatter); a larger n throws std::length_error before any communication.
 class MpiCommunicator final : public Communicator {

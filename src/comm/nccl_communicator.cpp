@@ -62,18 +62,6 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return op == ReduceOp::sum ? ncclSum : ncclMax;
 }
 
-int rank_in(MPI_Comm comm) {
-  int r = 0;
-  OPTIMUS_MPI_CHECK(MPI_Comm_rank(comm, &r));
-  return r;
-}
-
-int size_of(MPI_Comm comm) {
-  int s = 0;
-  OPTIMUS_MPI_CHECK(MPI_Comm_size(comm, &s));
-  return s;
-}
-
 cudaStream_t stream_of(const core::Context& ctx) {
   return static_cast<cudaStream_t>(ctx.cuda_stream);
 }
@@ -89,7 +77,7 @@ void check_cuda(cudaError_t err, const char* what) {
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(MPI_Comm comm, const core::Context& ctx, std::string name, CommLedger& ledger)
-    : Communicator(rank_in(comm), size_of(comm), std::move(name), ledger), ctx_(ctx) {
+    : Communicator(detail::rank_in(comm), detail::size_of(comm), std::move(name), ledger), ctx_(ctx) {
   if (ctx_.device != core::Device::cuda) {
     throw std::invalid_argument("NcclCommunicator '" + this->name() +
                                 "' needs a CUDA context (core::cuda_context); for host memory use MpiCommunicator");
@@ -104,7 +92,10 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, const core::Context& ctx, std:
 
 NcclCommunicator::NcclCommunicator(ncclComm_t nccl, MPI_Comm mpi, const core::Context& ctx, std::string name,
                                    CommLedger& ledger)
-    : Communicator(rank_in(mpi), size_of(mpi), std::move(name), ledger), nccl_(nccl), mpi_(mpi), ctx_(ctx) {}
+    : Communicator(detail::rank_in(mpi), detail::size_of(mpi), std::move(name), ledger),
+      nccl_(nccl),
+      mpi_(mpi),
+      ctx_(ctx) {}
 
 NcclCommunicator::~NcclCommunicator() {
   if (nccl_ != nullptr) {

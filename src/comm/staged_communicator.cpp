@@ -29,22 +29,10 @@ void with_type(DType t, F&& f) {
   }
 }
 
-int rank_in(MPI_Comm comm) {
-  int r = 0;
-  OPTIMUS_MPI_CHECK(MPI_Comm_rank(comm, &r));
-  return r;
-}
-
-int size_of(MPI_Comm comm) {
-  int s = 0;
-  OPTIMUS_MPI_CHECK(MPI_Comm_size(comm, &s));
-  return s;
-}
-
 }  // namespace
 
 StagedCommunicator::StagedCommunicator(MPI_Comm comm, const core::Context& ctx, std::string name, CommLedger& ledger)
-    : Communicator(rank_in(comm), size_of(comm), std::move(name), ledger), comm_(comm), ctx_(ctx) {
+    : Communicator(detail::rank_in(comm), detail::size_of(comm), std::move(name), ledger), comm_(comm), ctx_(ctx) {
   host_ = std::make_unique<MpiCommunicator>(comm_, this->name(), uncounted_);
 }
 
