@@ -95,8 +95,8 @@ void causal_softmax_backward(float* datt, const float* att, int T) {
 
 void attention_forward(const Context& ctx, float* out, float* att, const float* qkv, int B, int T, int C, int NH,
                        const DropoutSpec& drop) {
+  check_dropout_block(drop, B, NH, T, __func__);  // before the dispatch: one check for both devices
   OPTIMUS_DISPATCH(ctx, cuda::attention_forward(ctx, out, att, qkv, B, T, C, NH, drop));
-  check_dropout_block(drop, B, NH, T, __func__);
   const int HS = C / NH;
   const int C3 = 3 * C;
   const int64_t TT = static_cast<int64_t>(T) * T;
@@ -129,9 +129,9 @@ void attention_forward(const Context& ctx, float* out, float* att, const float* 
 
 void attention_backward(const Context& ctx, float* dqkv, float* datt, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH, const DropoutSpec& drop) {
+  check_dropout_block(drop, B, NH, T, __func__);  // before the dispatch, as in forward
   OPTIMUS_DISPATCH(ctx, cuda::attention_backward(ctx, dqkv, datt, dout, qkv, att, B, T, C, NH, drop));
   if (dqkv == nullptr) return;
-  check_dropout_block(drop, B, NH, T, __func__);
   const int HS = C / NH;
   const int C3 = 3 * C;
   const int64_t TT = static_cast<int64_t>(T) * T;
