@@ -1,11 +1,15 @@
 // World: MPI's lifetime for one program, the world communicator, and the two ways a run ends on an
-// error (DESIGN §11): fail() when every rank found the same error, abort() when one rank is alone
-// with it. run_main() wraps a program's body so that escaping exceptions take the right way.
+// error: fail() when every rank found the same error, abort() when one rank is alone with it.
+// run_main() wraps a program's body so that escaping exceptions take the right way, and
+// agree_on() turns a check that only some ranks fail (a file one node cannot see) into an error
+// every rank raises with the same sentence.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
+
+#include <mpi.h>
 
 #include "comm/communicator.h"
 
@@ -42,8 +46,17 @@ class World {
   /// Collective: true on every rank if `ok` is true on every rank (logical AND over the world).
   bool all_agree(bool ok);
 
+  /// Collective: runs check() on every rank. If it throws a core::ConfigError on any rank, every
+  /// rank throws a ConfigError with the message of the lowest such rank (prefixed "on rank r: "
+  /// when rank 0 itself passed), so rank 0 reports what went wrong wherever it happened. For the
+  /// checks each rank makes alone: reading the data, a checkpoint, a file system.
+  void agree_on(const std::function<void()>& check);
+
   /// For an error every rank detected identically, before any collective it would spoil: rank 0
-  /// prints "error: <message>" to stderr, every rank finalizes and exits 1. Every rank must call it.
+  /// prints "error: <message>" to stderr, every rank finalizes and exits 1. The ranks first meet in
+  /// a barrier of their own (a communicator no computation uses); if some rank does not arrive
+  /// within a grace period, it is not failing but waiting elsewhere, and this rank prints its
+  /// message and aborts the job instead, so nobody hangs.
   [[noreturn]] void fail(const std::string& message);
   /// For an error on this rank alone: prints "rank r: error: <message>" to stderr and calls
   /// MPI_Abort on the world, which ends every rank (none is left waiting in a collective).
@@ -51,10 +64,12 @@ class World {
 
  private:
   std::unique_ptr<Communicator> comm_;
+  MPI_Comm failure_comm_ = MPI_COMM_NULL;  // a duplicate of the world, for fail()'s barrier alone
 };
 
 /// Creates the World and runs body(world). A core::ConfigError escaping the body becomes
-/// world.fail(what) (configuration errors are detected identically on every rank); any other
+/// world.fail(what) (meant for errors detected identically on every rank; fail() aborts if they
+/// were not); any other
 /// exception becomes world.abort(what) on the rank it escaped from. Returns the body's result.
 int run_main(int argc, char** argv, const std::function<int(World&)>& body);
 

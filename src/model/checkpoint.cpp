@@ -1,8 +1,9 @@
 // config.json <-> GPTConfig, and the canonical tensors <-> model.safetensors, with the checks that
-// turn a checkpoint that does not fit into one sentence (DESIGN §11).
+// turn a checkpoint that does not fit into one sentence.
 #include "model/checkpoint.h"
 
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "core/errors.h"
 #include "model/file_io.h"
+#include "model/json_text.h"
 #include "model/params.h"
 
 namespace optimus::model {
@@ -46,8 +48,7 @@ std::string quote_name(const std::string& s) {
 }
 
 std::string show(const json& v) {
-  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  return s.size() > 40 ? s.substr(0, 40) + "..." : s;
+  return json_excerpt(v);
 }
 
 int required_int(const json& cfg, const char* key, const std::string& where) {
@@ -55,9 +56,13 @@ int required_int(const json& cfg, const char* key, const std::string& where) {
     throw ConfigError(where + " has no \"" + key + "\"; add it or re-save the checkpoint");
   }
   const json& v = cfg[key];
-  if (!v.is_number_integer() || v.get<int64_t>() < std::numeric_limits<int>::min() ||
-      v.get<int64_t>() > std::numeric_limits<int>::max()) {
+  if (!v.is_number_integer()) {
     throw ConfigError(where + " has \"" + key + "\": " + show(v) + ", which is not an integer; write it as a number");
+  }
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > std::numeric_limits<int>::max()
+                             : v.get<int64_t>() < std::numeric_limits<int>::min()) {
+    throw ConfigError(where + " has \"" + key + "\": " + show(v) + ", which is out of range (at most " +
+                      std::to_string(std::numeric_limits<int>::max()) + "); fix it");
   }
   return v.get<int>();
 }
@@ -107,13 +112,7 @@ std::string config_to_json(const GPTConfig& c) {
 
 GPTConfig config_from_json(const std::string& text, const std::string& path) {
   const std::string where = "checkpoint config " + path;
-  json cfg;
-  try {
-    cfg = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(where + " is not valid JSON (parse error near byte " + std::to_string(e.byte) +
-                      "); fix it or re-save the checkpoint");
-  }
+  const json cfg = parse_json(text, where);
   if (!cfg.is_object())
     throw ConfigError(where + " is a JSON " + cfg.type_name() + ", not an object; re-save the checkpoint");
   if (!cfg.contains("model_type")) {
@@ -165,7 +164,7 @@ GPTConfig config_from_json(const std::string& text, const std::string& path) {
 }
 
 GPTConfig read_config(const std::string& path) {
-  return config_from_json(read_whole_file(path, "checkpoint config"), path);
+  return config_from_json(read_whole_file(path, "checkpoint config", kMaxJsonFileBytes), path);
 }
 
 void save_model(const std::string& dir, const GPTConfig& config, const CanonicalParams& params,
@@ -260,6 +259,7 @@ LoadedModel load_model(const std::string& dir) {
                         "; the weights and config.json do not belong together — use a matching checkpoint");
     }
     out.params.push_back(t->floats());
+    require_finite(out.params.back(), info.name, weights);
   }
   // An explicit LM head is fine only if it is the tied one: exactly wte (params[0]).
   if (lm_head != nullptr &&
@@ -268,6 +268,15 @@ LoadedModel load_model(const std::string& dir) {
                       ": an untied LM head is not supported; use a checkpoint whose LM head is tied to wte");
   }
   return out;
+}
+
+void require_finite(const std::vector<float>& values, const std::string& tensor, const std::string& file) {
+  for (size_t k = 0; k < values.size(); ++k) {
+    if (!std::isfinite(values[k])) {
+      throw ConfigError("tensor " + tensor + " in " + file + " holds " + text(values[k]) + " at element " +
+                        std::to_string(k) + "; a checkpoint's values must be finite — use another checkpoint");
+    }
+  }
 }
 
 void check_same_model(const GPTConfig& expected, const GPTConfig& found, const std::string& dir) {

@@ -1,4 +1,4 @@
-// Model checkpoints in the Hugging Face GPT-2 layout (DESIGN §6): a directory holding config.json
+// Model checkpoints in the Hugging Face GPT-2 layout: a directory holding config.json
 // (GPTConfig under GPT2Config's keys) and model.safetensors (the canonical tensors under their HF
 // names), which transformers.GPT2LMHeadModel.from_pretrained loads as it is. Every stage gathers its
 // shards into canonical tensors to save (model/shard.h) and scatters the loaded ones back.
@@ -50,14 +50,18 @@ void require_checkpoint_directory(const std::string& dir);
 /// Reads a checkpoint directory. Every canonical tensor must be present, F32, with its canonical
 /// shape. Also accepted: names without the "transformer." prefix (a GPT2Model save), an
 /// lm_head.weight equal to wte (tied; dropped), and old transformers' attn.bias / attn.masked_bias
-/// mask buffers (dropped). Anything else, a missing tensor, a wrong shape or an untied LM head is a
-/// core::ConfigError naming the tensor and the file.
+/// mask buffers (dropped). Anything else, a missing tensor, a wrong shape, a value that is not finite
+/// or an untied LM head is a core::ConfigError naming the tensor and the file.
 LoadedModel load_model(const std::string& dir);
 
 /// Throws core::ConfigError naming the first key on which a checkpoint's configuration (`found`, in
 /// `dir`) differs from the one a run expects, with both values. Dropout is a training setting, not
 /// part of the model, so it may differ.
 void check_same_model(const GPTConfig& expected, const GPTConfig& found, const std::string& dir);
+
+/// Throws core::ConfigError naming the tensor and the file unless every value is finite: a NaN or
+/// infinite weight would silently give a NaN loss.
+void require_finite(const std::vector<float>& values, const std::string& tensor, const std::string& file);
 
 /// load_model, then check_same_model against `expected`: the parameters for a run whose model is fixed.
 CanonicalParams load_model_matching(const std::string& dir, const GPTConfig& expected);

@@ -72,24 +72,37 @@ void write_atomically(const std::string& path, const std::function<void(std::FIL
   sync_directory_of(path);
 }
 
-std::string read_whole_file(const std::string& path, const std::string& what) {
+uintmax_t regular_file_size(const std::string& path, const std::string& what) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) {
+  const fs::file_status status = fs::status(path, ec);  // an error code, not an exception (a symlink loop)
+  if (status.type() == fs::file_type::not_found) {
     throw ConfigError(what + " " + path + " does not exist; check the path (a checkpoint is a directory holding " +
                       "config.json and model.safetensors)");
   }
-  if (!fs::is_regular_file(path, ec)) {
+  if (ec) throw ConfigError("cannot read " + what + " " + path + ": " + ec.message() + "; check the path");
+  if (status.type() != fs::file_type::regular) {
     throw ConfigError(what + " " + path + " is not a regular file; check the path");
+  }
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) throw ConfigError("cannot read " + what + " " + path + ": " + ec.message() + "; check the path");
+  return size;
+}
+
+std::string read_whole_file(const std::string& path, const std::string& what, size_t max_bytes) {
+  if (regular_file_size(path, what) > max_bytes) {
+    throw ConfigError(what + " " + path + " is larger than the " + std::to_string(max_bytes >> 10) +
+                      " KiB such a file can be; check the path");
   }
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) throw ConfigError("cannot read " + what + " " + path + ": " + reason() + "; check its permissions");
   std::string text;
   char chunk[65536];
   size_t n = 0;
-  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) text.append(chunk, n);
+  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0 && text.size() <= max_bytes) text.append(chunk, n);
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed) throw ConfigError("cannot read " + what + " " + path + ": " + reason() + "; check the file system");
+  if (text.size() > max_bytes) throw ConfigError(what + " " + path + " grew while it was read; check the file");
   return text;
 }
 

@@ -1,8 +1,9 @@
-// Whole-file reading and atomic writing for checkpoints (DESIGN §6, §11). A checkpoint file is
+// Whole-file reading and atomic writing for checkpoints. A checkpoint file is
 // written under a temporary name, flushed to disk, then renamed over its real name, so a crash or a
 // full disk never leaves a half-written file where a reader will look for a whole one.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -18,8 +19,15 @@ void write_atomically(const std::string& path, const std::function<void(std::FIL
 /// Writes `n` bytes to `f`; throws core::ConfigError naming `path` when the system refuses them.
 void write_bytes(std::FILE* f, const void* data, size_t n, const std::string& path);
 
-/// The whole content of a regular file; core::ConfigError naming the file and the reason otherwise.
-/// `what` says what the file is in the message, e.g. "checkpoint config".
-std::string read_whole_file(const std::string& path, const std::string& what);
+/// The size of a regular file; core::ConfigError naming the file (`what` + path) if it is missing,
+/// not a regular file, or unreadable.
+uintmax_t regular_file_size(const std::string& path, const std::string& what);
+
+/// The whole content of a regular file of at most `max_bytes` bytes; core::ConfigError naming the
+/// file and the reason otherwise. `what` says what the file is in the message, e.g. "checkpoint config".
+std::string read_whole_file(const std::string& path, const std::string& what, size_t max_bytes);
+
+/// The largest JSON file (config.json, --config) this project reads: far above any real one.
+inline constexpr size_t kMaxJsonFileBytes = size_t{1} << 20;
 
 }  // namespace optimus::model

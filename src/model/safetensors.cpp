@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -13,6 +14,7 @@
 
 #include "core/errors.h"
 #include "model/file_io.h"
+#include "model/json_text.h"
 
 namespace optimus::model {
 
@@ -25,6 +27,7 @@ static_assert(std::endian::native == std::endian::little, "safetensors I/O assum
 namespace {
 
 constexpr uint64_t kElementBytes = 4;  // both F32 and I32
+constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;  // the reference reader's limit too
 
 std::string num(uint64_t v) {
   return std::to_string(v);
@@ -206,29 +209,33 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
 }
 
 SafeTensorFile read_safetensors(const std::string& path) {
+  // The header first; the data is read only once the header accounts for every byte of the file.
   const std::string where = "checkpoint file " + path;
-  const std::string file = read_whole_file(path, "checkpoint file");
-  if (file.size() < 8) {
-    throw ConfigError(where + " is " + num(file.size()) +
+  const uintmax_t size = regular_file_size(path, "checkpoint file");
+  if (size < 8) {
+    throw ConfigError(where + " is " + num(size) +
                       " bytes long, too short to hold even the 8-byte header length; it is empty or was cut short — "
                       "use another checkpoint");
   }
+  std::ifstream in(path, std::ios::binary);
   uint64_t n = 0;
-  std::memcpy(&n, file.data(), 8);
-  const uint64_t after_length = file.size() - 8;
+  if (!in.read(reinterpret_cast<char*>(&n), 8)) throw ConfigError("cannot read " + where + "; check its permissions");
+  const uint64_t after_length = size - 8;
   if (n > after_length) {
     throw ConfigError(where + " is shorter than its header: the header length says " + num(n) + " bytes but only " +
                       num(after_length) +
                       " follow; it was cut short or is not a safetensors file — use another "
                       "checkpoint");
   }
-  json header;
-  try {
-    header = json::parse(file.begin() + 8, file.begin() + 8 + static_cast<std::ptrdiff_t>(n));
-  } catch (const json::parse_error& e) {
-    throw ConfigError(where + " has a header that is not valid JSON (parse error near byte " + num(e.byte) + " of it)" +
-                      kUseAnother);
+  if (n > kMaxHeaderBytes) {
+    throw ConfigError(where + " has a header of " + num(n) + " bytes, more than the " + num(kMaxHeaderBytes) +
+                      " any checkpoint needs; it is not a safetensors file — use another checkpoint");
   }
+  std::string header_text(n, '\0');
+  if (!in.read(header_text.data(), static_cast<std::streamsize>(n))) {
+    throw ConfigError("cannot read " + where + "; check the file system");
+  }
+  const json header = parse_json(header_text, where + "'s header");
   if (!header.is_object()) {
     throw ConfigError(where + " has a header that is a JSON " + header.type_name() + ", not an object" + kUseAnother);
   }
@@ -273,10 +280,13 @@ SafeTensorFile read_safetensors(const std::string& path) {
                       " bytes of tensor data); the file is damaged — use another checkpoint");
   }
 
-  const char* data = file.data() + 8 + n;
+  std::string data(covered, '\0');
+  if (!in.read(data.data(), static_cast<std::streamsize>(covered))) {
+    throw ConfigError("cannot read " + where + "; check the file system");
+  }
   for (Entry& e : entries) {
     SafeTensor t{std::move(e.name), e.dtype, std::move(e.shape), {}};
-    t.bytes.assign(data + e.begin, data + e.end);
+    t.bytes.assign(data.data() + e.begin, data.data() + e.end);
     out.tensors.push_back(std::move(t));
   }
   return out;

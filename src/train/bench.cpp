@@ -10,6 +10,7 @@
 
 #include "core/ops.h"
 #include "train/layouts.h"
+#include "train/memory_check.h"
 #include "train/optimizer.h"
 
 namespace optimus::train {
@@ -17,6 +18,8 @@ namespace optimus::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr double kMaxBudgetMib = 1 << 30;  // a pebibyte per rank: past any machine, and k·step stays an int
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -77,9 +80,26 @@ double measure_matmul_gflops(const core::Context& device) {
   return 2.0 * n * n * n / (median(ms) * 1e6);
 }
 
+void require_bench_options(const BenchOptions& o) {
+  auto check = [](bool ok, const std::string& flag, const std::string& must, const std::string& value) {
+    if (!ok) throw core::ConfigError(flag + " must be " + must + ", but is " + value);
+  };
+  check(o.batch > 0, "--batch", "positive", std::to_string(o.batch));
+  check(o.steps > 0, "--steps", "positive (the median of the measured steps is reported)", std::to_string(o.steps));
+  check(o.warmup >= 0, "--warmup", "0 or more", std::to_string(o.warmup));
+  char budget[32];
+  std::snprintf(budget, sizeof budget, "%g", o.budget_mib);
+  check(o.budget_mib <= kMaxBudgetMib, "--max-batch-budget", "at most 2^30 MiB (a pebibyte)", budget);
+  model::GPTConfig::named(o.model);  // an unknown name is a ConfigError
+}
+
 std::string bench(const BenchOptions& o, comm::World& world) {
   model::GPTConfig config = model::GPTConfig::named(o.model);
   const int B = o.batch, T = config.n_positions, V = config.vocab_size;
+  if (o.device.device == "cpu") {
+    require_memory(world, step_bytes_lower_bound(config, B, world.size()), "--model " + o.model + " at --batch " +
+                   std::to_string(B), "use a smaller --batch or more processes");
+  }
   // The host ledger on the CPU (as before the GPU path), the device ledger on a GPU.
   const core::Context ctx = make_context(o.device, world);
   core::MemoryLedger& ledger = *ctx.ledger;
@@ -191,6 +211,12 @@ bool step_fits(const BenchOptions& o, const model::GPTConfig& config, int B, siz
 
 std::string max_batch_under_budget(const BenchOptions& o, comm::World& world) {
   model::GPTConfig config = model::GPTConfig::named(o.model);
+  if (o.device.device == "cpu") {
+    char what[64];
+    std::snprintf(what, sizeof what, "--max-batch-budget %g", o.budget_mib);
+    require_memory(world, o.budget_mib * (1 << 20), what,
+                   "choose a budget the machine can hold (the search allocates every batch it tries)");
+  }
   const int step = o.layout == "2d" ? comm::Grid2D::side(world.size()) : 1;  // batch split of the layout
   const auto budget = static_cast<size_t>(o.budget_mib * (1 << 20));
   std::string memory = "{}", probe;
@@ -213,7 +239,7 @@ std::string max_batch_under_budget(const BenchOptions& o, comm::World& world) {
   char line[1024];
   std::snprintf(line, sizeof line,
                 "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"device\": \"%s\", \"model\": \"%s\", "
-                "\"T\": %d, \"L\": %d, \"C\": %d, \"NH\": %d, \"budget_mib\": %.1f, \"batch_multiple_of\": %d, "
+                "\"T\": %d, \"L\": %d, \"C\": %d, \"NH\": %d, \"budget_mib\": %g, \"batch_multiple_of\": %d, "
                 "\"max_batch\": %d, \"peak_memory_mib_at_max\": %s}",
                 o.layout.c_str(), world.size(), o.device.device.c_str(), o.model.c_str(), config.n_positions,
                 config.n_layer, config.n_embd, config.n_head, o.budget_mib, step, fits * step, memory.c_str());

@@ -27,6 +27,10 @@ struct BenchOptions {
   DeviceOptions device;   // --device, --device-comm
 };
 
+/// Throws core::ConfigError, on every rank alike, for options no benchmark can use (a batch,
+/// step count or budget out of range), and for a model this machine's memory cannot hold.
+void require_bench_options(const BenchOptions& options);
+
 /// Runs the benchmark of options.layout on this world (collective) and returns its JSON line
 /// (rank 0's timings; memory and communication per rank, which are the same on every rank here).
 std::string bench(const BenchOptions& options, comm::World& world);

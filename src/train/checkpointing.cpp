@@ -1,9 +1,11 @@
-// Checkpoints of a training run: canonical tensors in, canonical tensors out. In this chapter the
-// shards are whole tensors; the parallel stages gather to canonical form before these functions.
+// Checkpoints of a training run: canonical tensors in, canonical tensors out. The parallel stages
+// gather their shards to canonical form before these functions and scatter them back after.
 // Shards on a GPU travel through host memory (model/gather.h); the gathers use the World's MPI.
 #include "train/checkpointing.h"
 
+#include <charconv>
 #include <filesystem>
+#include <limits>
 
 #include "core/errors.h"
 #include "model/checkpoint.h"
@@ -69,39 +71,53 @@ void load_weights(const std::string& dir, const model::GPTConfig& config, model:
   }
 }
 
-static int metadata_int(const model::SafeTensorFile& f, const std::string& key) {
+namespace {
+
+// A whole number in [lo, hi] from the training state's metadata; ConfigError naming the entry otherwise.
+int64_t metadata_int(const model::SafeTensorFile& f, const std::string& key, int64_t lo, int64_t hi) {
   auto it = f.metadata.find(key);
   if (it == f.metadata.end()) {
     throw core::ConfigError("the training state " + f.path + " has no '" + key +
                             "' entry; it was not written by optimus train — resume from another checkpoint");
   }
-  try {
-    return std::stoi(it->second);
-  } catch (const std::exception&) {
-    throw core::ConfigError("the training state " + f.path + " has a bad '" + key + "' entry '" + it->second + "'");
+  const std::string& text = it->second;
+  int64_t v = 0;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (r.ec != std::errc() || r.ptr != text.data() + text.size() || v < lo || v > hi) {
+    throw core::ConfigError("the training state " + f.path + " has a bad '" + key + "' entry '" + text.substr(0, 40) +
+                            "' (a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                            " is expected); resume from another checkpoint");
   }
+  return v;
 }
+
+}  // namespace
 
 TrainState load_train_state(const std::string& dir, const model::ParamSet& params, AdamW& opt) {
   const std::string path = (std::filesystem::path(dir) / kStateFile).string();
-  if (!std::filesystem::exists(path)) {
+  std::error_code ec;
+  if (std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::not_found) {
     throw core::ConfigError("the checkpoint " + dir + " has no " + kStateFile +
                             ", so it cannot be resumed (it holds weights only); start a new run from it instead");
   }
   model::SafeTensorFile f = model::read_safetensors(path);
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  TrainState s;
+  s.step = static_cast<int>(metadata_int(f, "step", 0, kIntMax));
+  s.seed = static_cast<uint32_t>(metadata_int(f, "seed", 0, std::numeric_limits<uint32_t>::max()));
+  const int adamw_step = static_cast<int>(metadata_int(f, "adamw_step", 0, kIntMax));
+  s.layout = f.metadata.count("layout") ? f.metadata.at("layout") : "";
+  s.flags = f.metadata.count("flags") ? f.metadata.at("flags") : "";
   for (size_t i = 0; i < params.tensors.size(); ++i) {
     const auto& t = params.tensors[i];
     const auto m = f.require("adamw.m." + t.info.name, model::DType::f32, t.spec.canonical).floats();
     const auto v = f.require("adamw.v." + t.info.name, model::DType::f32, t.spec.canonical).floats();
+    model::require_finite(m, "adamw.m." + t.info.name, path);
+    model::require_finite(v, "adamw.v." + t.info.name, path);
     model::scatter_to_shard(params.ctx, opt.m(i).data(), m.data(), t.spec);
     model::scatter_to_shard(params.ctx, opt.v(i).data(), v.data(), t.spec);
   }
-  opt.set_step(metadata_int(f, "adamw_step"));
-  TrainState s;
-  s.step = metadata_int(f, "step");
-  s.seed = static_cast<uint32_t>(std::stoul(f.metadata.count("seed") ? f.metadata.at("seed") : "0"));
-  s.layout = f.metadata.count("layout") ? f.metadata.at("layout") : "";
-  s.flags = f.metadata.count("flags") ? f.metadata.at("flags") : "";
+  opt.set_step(adamw_step);
   return s;
 }
 

@@ -14,20 +14,54 @@ namespace optimus::train {
 
 using core::ConfigError;
 
-TokenFile TokenFile::load(const std::string& path) {
-  // Only a folder is refused by type: a pipe (--data <(zcat corpus.gz)) is a fine data file.
+namespace {
+
+std::string mib(uint64_t bytes) {
+  return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+}
+
+}  // namespace
+
+TokenFile TokenFile::load(const std::string& path, int processes, uint64_t max_bytes) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    throw ConfigError("the data file '" + path + "' does not exist; check the path");
+  const fs::file_status status = fs::status(path, ec);
+  if (ec && status.type() != fs::file_type::not_found) {
+    throw ConfigError("cannot read the data file '" + path + "' (" + ec.message() + "); check the path");
   }
-  if (std::filesystem::is_directory(path, ec)) {
-    throw ConfigError("the data file '" + path + "' is a folder; give the path of a text file");
+  switch (status.type()) {
+    case fs::file_type::not_found:
+      throw ConfigError("the data file '" + path + "' does not exist; check the path");
+    case fs::file_type::directory:
+      throw ConfigError("the data file '" + path + "' is a folder; give the path of a text file");
+    case fs::file_type::regular:
+      if (fs::file_size(path, ec) > max_bytes) {
+        throw ConfigError("the data file '" + path + "' is larger than the " + mib(max_bytes) +
+                          " this machine's memory can hold for each process; use a smaller file");
+      }
+      break;
+    case fs::file_type::fifo:  // a pipe, e.g. --data <(zcat corpus.gz)
+      if (processes > 1) {
+        throw ConfigError("the data file '" + path + "' is a pipe, which only one of the " + std::to_string(processes) +
+                          " processes can read (every process reads the data); write it to a file first");
+      }
+      break;
+    default:
+      throw ConfigError("the data file '" + path + "' is not a regular file or a pipe (a device?); give a text file");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw ConfigError("cannot read the data file '" + path + "' (" + std::strerror(errno) + "); check its permissions");
   }
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<char> bytes;
+  std::vector<char> chunk(1 << 20);
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + in.gcount());
+    if (bytes.size() > max_bytes) {
+      throw ConfigError("the data read from '" + path + "' passed the " + mib(max_bytes) +
+                        " this machine's memory can hold for each process; use less data");
+    }
+  }
   if (bytes.empty()) throw ConfigError("the data file '" + path + "' is empty; give a text file with some text in it");
   TokenFile f;
   f.path = path;
@@ -38,11 +72,18 @@ TokenFile TokenFile::load(const std::string& path) {
 
 TokenFile TokenFile::split_tail(double fraction) {
   const size_t n_tail = static_cast<size_t>(static_cast<double>(tokens.size()) * fraction);
+  const int percent = static_cast<int>(fraction * 100.0 + 0.5);
   TokenFile tail;
-  tail.path = path + " (last " + std::to_string(static_cast<int>(fraction * 100.0 + 0.5)) + "%)";
+  tail.path = path;
   tail.tokens.assign(tokens.end() - static_cast<std::ptrdiff_t>(n_tail), tokens.end());
+  tail.part = "last " + std::to_string(percent) + "%";
   tokens.resize(tokens.size() - n_tail);
+  part = "first " + std::to_string(100 - percent) + "%";
   return tail;
+}
+
+std::string TokenFile::describe() const {
+  return (part.empty() ? "" : "the " + part + " of ") + "the data file '" + path + "'";
 }
 
 std::vector<int> encode(const std::string& text) {
@@ -84,8 +125,7 @@ void eval_batch(int* inputs, int* targets, const TokenFile& data, int B, int T, 
 
 void require_tokens_for_training(const TokenFile& data, int T) {
   if (data.tokens.size() < static_cast<size_t>(T) + 1) {
-    throw ConfigError("the data file '" + data.path + "' has " + std::to_string(data.tokens.size()) +
-                      " bytes, too short for one training window of " + std::to_string(T + 1) +
+    throw ConfigError(data.describe() + " has " + std::to_string(data.tokens.size()) + " bytes, too short for one training window of " + std::to_string(T + 1) +
                       "; use a longer file or a smaller --seq");
   }
 }
@@ -94,8 +134,7 @@ void require_tokens_for_eval(const TokenFile& data, int B, int T, int eval_batch
   const size_t need = static_cast<size_t>(eval_batches) * B * T + 1;
   if (data.tokens.size() < need) {
     const std::string batches = eval_batches == 1 ? "one batch" : std::to_string(eval_batches) + " batches";
-    throw ConfigError("the data file '" + data.path + "' has " + std::to_string(data.tokens.size()) +
-                      " bytes, but evaluating " + batches + " of " + std::to_string(B) + "x" + std::to_string(T) +
+    throw ConfigError(data.describe() + " has " + std::to_string(data.tokens.size()) + " bytes, but evaluating " + batches + " of " + std::to_string(B) + "x" + std::to_string(T) +
                       " tokens needs " + std::to_string(need) + "; use a longer file, a smaller --batch or --seq" +
                       (eval_batches == 1 ? "" : ", or fewer batches"));
   }

@@ -15,11 +15,16 @@ inline constexpr int kByteVocab = 256;
 struct TokenFile {
   std::string path;
   std::vector<int> tokens;
+  std::string part;  // which part of the file `tokens` holds: "" (all of it), or "first 90%" after a split
 
-  /// Reads a file's bytes as tokens. A missing, unreadable or empty file, or a folder, is a ConfigError.
-  static TokenFile load(const std::string& path);
+  /// Reads a file's bytes as tokens. A missing, unreadable or empty file, a folder or a device, a
+  /// file of more than `max_bytes` bytes, or a pipe when `processes` > 1 (every rank reads the data,
+  /// and a pipe can be read only once) is a ConfigError. A pipe is read up to max_bytes.
+  static TokenFile load(const std::string& path, int processes, uint64_t max_bytes);
   /// The last `fraction` of the tokens as a second file (a validation split), the rest kept.
   TokenFile split_tail(double fraction);
+  /// The file and the part, for messages: "the data file 'x.txt'", "the first 90% of the data file 'x.txt'".
+  std::string describe() const;
 };
 
 /// Text ↔ tokens.

@@ -3,14 +3,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <vector>
 
 #include "core/errors.h"
+#include "model/file_io.h"
+#include "model/json_text.h"
 
 namespace optimus::train {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -19,26 +20,27 @@ std::string as_input(const std::string& where, const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number()) return v.dump();
-  throw core::ConfigError(where + " must be a string, a number, a boolean or an array of them, not " + v.dump());
+  throw core::ConfigError(where + " must be a string, a number, a boolean or an array of them, not " +
+                          model::json_excerpt(v));
+}
+
+// CLI11's message, which quotes the value, cut to a readable length.
+std::string excerpt(const std::string& message) {
+  return message.size() > 200 ? message.substr(0, 200) + "..." : message;
 }
 
 }  // namespace
 
 void apply_json_config(CLI::App& cmd, const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw core::ConfigError("--config " + path + " cannot be read; give the path of a JSON file");
-  json doc;
-  try {
-    doc = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw core::ConfigError("--config " + path + " is not valid JSON (" + e.what() + ")");
-  }
+  const json doc =
+      model::parse_json(model::read_whole_file(path, "the --config file", model::kMaxJsonFileBytes), "--config " + path);
   if (!doc.is_object()) throw core::ConfigError("--config " + path + " must hold one JSON object of flag: value pairs");
   for (const auto& [key, value] : doc.items()) {
-    const std::string where = "--config " + path + ": the value of \"" + key + "\"";
+    const std::string where = "--config " + path + ": the value of " + model::json_excerpt(json(key));
     CLI::Option* opt = cmd.get_option_no_throw("--" + key);
     if (opt == nullptr || key == "config" || key == "help") {
-      throw core::ConfigError("--config " + path + " has the key \"" + key + "\", which is not a flag of optimus " +
+      throw core::ConfigError("--config " + path + " has the key " + model::json_excerpt(json(key)) +
+                              ", which is not a flag of optimus " +
                               cmd.get_name() + "; its keys are the flag names without --, see --help");
     }
     if (opt->count() > 0) continue;  // given on the command line: it wins
@@ -52,7 +54,7 @@ void apply_json_config(CLI::App& cmd, const std::string& path) {
       opt->add_result(inputs);
       opt->run_callback();
     } catch (const CLI::Error& e) {
-      throw core::ConfigError(where + " is not accepted: " + e.what());
+      throw core::ConfigError(where + " is not accepted: " + excerpt(e.what()));
     }
   }
 }

@@ -1,4 +1,4 @@
-// The `optimus` command: train, eval, init and sample (chapter 1; the trainer issue completes it).
+// The `optimus` command: train, eval, init, sample and bench (chapter 1).
 // Every subcommand has --help. Bad input is one sentence on rank 0 and a non-zero exit
 // (comm::run_main turns a ConfigError into World::fail).
 #include <CLI/CLI.hpp>
@@ -17,6 +17,7 @@
 #include "train/device.h"
 #include "train/json_config.h"
 #include "train/layouts.h"
+#include "train/memory_check.h"
 #include "train/sample.h"
 #include "train/trainer.h"
 
@@ -33,25 +34,49 @@ void add_model_flags(CLI::App* app, model::GPTConfig& m) {
   app->add_option("--dropout", m.dropout, "dropout probability")->capture_default_str();
 }
 
+// The checkpoint's model, refused before anything is allocated when this machine cannot hold it at
+// batch B (every rank reads the checkpoint itself: one that cannot fails them all).
+model::GPTConfig checkpoint_model(comm::World& world, const std::string& checkpoint, int B, int ranks) {
+  model::GPTConfig config;
+  world.agree_on([&] { config = train::load_checkpoint_config(checkpoint); });
+  train::require_memory(world, train::step_bytes_lower_bound(config, B, ranks),
+                        "the model of " + checkpoint + " (" + std::to_string(config.num_parameters()) + " parameters)",
+                        "use a smaller --batch, more processes, or another checkpoint");
+  return config;
+}
+
 int cmd_eval(comm::World& world, const std::string& checkpoint, const std::string& data_path, int B, int T, int batches,
              const std::string& layout, const train::DeviceOptions& device) {
-  model::GPTConfig config = train::load_checkpoint_config(checkpoint);
+  if (B <= 0 || T <= 0 || batches <= 0) throw core::ConfigError("--batch, --seq and --batches must be positive");
+  model::GPTConfig config = checkpoint_model(world, checkpoint, B, world.size());
   if (T > config.n_positions) {
     throw core::ConfigError("--seq " + std::to_string(T) + " exceeds the checkpoint's n_positions " +
                             std::to_string(config.n_positions) + "; use --seq " + std::to_string(config.n_positions) +
                             " or less");
   }
-  if (B <= 0 || T <= 0 || batches <= 0) throw core::ConfigError("--batch, --seq and --batches must be positive");
   train::require_batch_fits(layout, B, world);
-  train::TokenFile data = train::TokenFile::load(data_path);
-  train::require_tokens_for_eval(data, B, T, batches);
+  train::TokenFile data;
+  const uint64_t max_bytes = train::data_bytes_per_process(world);
+  world.agree_on([&] {
+    data = train::TokenFile::load(data_path, world.size(), max_bytes);
+    train::require_tokens_for_eval(data, B, T, batches);
+  });
   const core::Context ctx = train::make_context(device, world);
   return train::with_model(layout, config, 0, world, ctx, device.device_comm(), [&](auto& gpt) {
-    train::load_weights(checkpoint, config, gpt.params());
+    world.agree_on([&] { train::load_weights(checkpoint, config, gpt.params()); });
     const double loss = train::evaluate(gpt, data, B, T, batches);
     world.print0("loss %.10g\n", loss);
     return 0;
   });
+}
+
+// The name of the subcommand the user typed, if it is none of ours: CLI11 calls it an extra argument.
+std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return "";
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == argv[1]) return "";
+  }
+  return argv[1];
 }
 
 }  // namespace
@@ -69,6 +94,8 @@ int main(int argc, char** argv) {
     train_cmd->add_option("--val", t.val, "validation text file (default: the last 10% of --data)");
     train_cmd->add_option("--out", t.out, "folder for checkpoints and metrics.jsonl")->capture_default_str();
     train_cmd->add_option("--resume", t.resume, "checkpoint folder to continue from");
+    train_cmd->add_flag("--overwrite", t.overwrite,
+                        "start afresh in an --out that holds an earlier run, removing its checkpoints and metrics");
     add_model_flags(train_cmd, t.model);
     train_cmd->add_option("--batch", t.batch, "sequences per step B")->capture_default_str();
     train_cmd->add_option("--steps", t.steps, "optimizer steps")->capture_default_str();
@@ -102,8 +129,9 @@ int main(int argc, char** argv) {
     train_cmd->add_flag(
         "--save-gradients", t.save_gradients,
         "each checkpoint also holds its step's gradients (gradients.safetensors), for scripts/compare.sh");
-    // Test-only (hidden from --help): the robustness tests' way to make a loss NaN.
+    // Test-only (hidden from --help): the robustness tests' way to make a loss or a gradient NaN.
     train_cmd->add_option("--inject-nan-at-step", t.inject_nan_at_step)->group("");
+    train_cmd->add_option("--inject-nan-into", t.inject_nan_into)->group("");
     train::add_device_flags(train_cmd, t.device);
 
     // eval
@@ -145,7 +173,8 @@ int main(int argc, char** argv) {
     train::BenchOptions b_opt;
     auto* bench_cmd = app.add_subcommand("bench", "time training steps of a named model; one JSON line");
     bench_cmd->add_option("--layout", b_opt.layout, "serial, 1d or 2d")->capture_default_str();
-    bench_cmd->add_option("--model", b_opt.model, "tiny, small or tiny9")->capture_default_str();
+    bench_cmd->add_option("--model", b_opt.model, "tiny, small, tiny9 or gpt2 (GPT-2 124M's shapes)")
+        ->capture_default_str();
     bench_cmd->add_option("--batch", b_opt.batch, "sequences per step B")->capture_default_str();
     bench_cmd->add_option("--steps", b_opt.steps, "measured steps (median reported)")->capture_default_str();
     bench_cmd->add_option("--warmup", b_opt.warmup, "unmeasured steps first")->capture_default_str();
@@ -162,7 +191,13 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForAllHelp& e) {
       return world.rank() == 0 ? app.exit(e) : 0;
     } catch (const CLI::ParseError& e) {
-      throw core::ConfigError(std::string(e.what()) + "; see --help");
+      const std::string unknown = unknown_subcommand(app, argc, argv);
+      if (!unknown.empty()) {
+        throw core::ConfigError("'" + unknown.substr(0, 40) +
+                                "' is not a subcommand of optimus; choose train, eval, init, sample or bench");
+      }
+      const std::string what = e.what();
+      throw core::ConfigError((what.size() > 200 ? what.substr(0, 200) + "..." : what) + "; see --help");
     }
 
     if (*train_cmd) {
@@ -174,9 +209,15 @@ int main(int argc, char** argv) {
     if (*eval_cmd) return cmd_eval(world, e_ckpt, e_data, e_batch, e_seq, e_batches, e_layout, e_device);
     if (*init_cmd) {
       i_model.validate();
-      // Never overwrite: a folder that already holds a checkpoint is refused (DESIGN §11).
-      if (std::filesystem::exists(std::filesystem::path(i_out) / "model.safetensors")) {
-        throw core::ConfigError("--out " + i_out + " already holds a checkpoint; choose another folder or remove it");
+      train::require_memory(world, train::step_bytes_lower_bound(i_model, 1, 1), "this model",
+                            "use smaller --layers, --embd or --seq");
+      // Never overwrite: a folder that already holds a checkpoint, or a part of one, is refused.
+      for (const char* file : {"model.safetensors", "config.json"}) {
+        std::error_code ec;
+        if (std::filesystem::exists(std::filesystem::path(i_out) / file, ec) || ec) {
+          throw core::ConfigError("--out " + i_out + " already holds a checkpoint (" + file +
+                                  "); choose another folder or remove it");
+        }
       }
       serial::GPT gpt(i_model, core::cpu_context(), i_seed);
       train::save_checkpoint(i_out, i_model, gpt.params(), gpt.spec_of(), world, nullptr,
@@ -186,6 +227,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*bench_cmd) {
+      train::require_bench_options(b_opt);
       const std::string line =
           b_opt.budget_mib > 0 ? train::max_batch_under_budget(b_opt, world) : train::bench(b_opt, world);
       world.print0("%s\n", line.c_str());
@@ -193,7 +235,12 @@ int main(int argc, char** argv) {
     }
     if (*sample_cmd) {
       if (!(s_opt.temperature > 0.0f)) throw core::ConfigError("--temperature must be positive");
-      model::GPTConfig config = train::load_checkpoint_config(s_ckpt);
+      if (s_opt.tokens < 0) throw core::ConfigError("--tokens must be 0 or more, but is " + std::to_string(s_opt.tokens));
+      if (s_opt.top_k < 0) {
+        throw core::ConfigError("--top-k must be 0 (the whole vocabulary) or more, but is " +
+                                std::to_string(s_opt.top_k));
+      }
+      model::GPTConfig config = checkpoint_model(world, s_ckpt, 1, 1);
       serial::GPT gpt(config, core::cpu_context(), 0);
       train::load_weights(s_ckpt, config, gpt.params());
       world.print0("%s%s\n", s_prompt.c_str(), train::sample_text(gpt, s_prompt, s_opt).c_str());

@@ -13,11 +13,14 @@
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "core/errors.h"
 #include "train/checkpointing.h"
 #include "train/layouts.h"
+#include "train/memory_check.h"
 #include "train/sample.h"
 
 namespace optimus::train {
@@ -56,48 +59,69 @@ std::string first_difference(const std::string& saved, const std::string& now) {
   return saved;
 }
 
+// The step number of a folder named step_NNNNNN, or -1 for any other name.
+int step_of_folder(const std::string& name) {
+  int step = -1;
+  if (name.size() <= 5 || name.rfind("step_", 0) != 0) return -1;
+  const auto r = std::from_chars(name.data() + 5, name.data() + name.size(), step);
+  return r.ec == std::errc() && r.ptr == name.data() + name.size() ? step : -1;
+}
+
+// Removes the step folders numbered below `saved` except the newest keep − 1 of them, so that with
+// `saved` itself `keep` remain. A folder numbered above `saved` is never touched: it is not older.
+void prune_step_folders(const std::string& out, int saved, int keep) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<int, fs::path>> older;
+  for (const auto& e : fs::directory_iterator(out)) {
+    const int step = step_of_folder(e.path().filename().string());
+    if (e.is_directory() && step >= 0 && step < saved) older.emplace_back(step, e.path());
+  }
+  std::sort(older.begin(), older.end());
+  for (size_t k = 0; k + static_cast<size_t>(keep - 1) < older.size(); ++k) fs::remove_all(older[k].second);
+}
+
 // Writes the checkpoint into a temporary folder and renames it into place, so a crash never leaves
-// a half checkpoint under a step's name; then removes all but the newest `keep` step folders.
+// a half checkpoint under a step's name (a failed write removes the temporary folder; one left by a
+// killed run is removed when the next run claims the folder); then prunes to the newest `keep`.
 template <typename Model>
 std::string save_step_checkpoint(const TrainOptions& o, const Model& gpt, const AdamW& opt, int step,
                                  comm::World& world) {
   namespace fs = std::filesystem;
   const fs::path final_dir = checkpoint_dir(o.out, step);
   const fs::path tmp_dir = fs::path(o.out) / (".tmp_" + final_dir.filename().string());
-  if (world.rank() == 0) fs::remove_all(tmp_dir);
-  save_checkpoint(tmp_dir.string(), o.model, gpt.params(), gpt.spec_of(), world, &opt,
-                  TrainState{step, o.seed, o.layout, continuation_flags(o)});
-  if (o.save_gradients) save_gradients(tmp_dir.string(), gpt.params(), gpt.spec_of(), world);
+  try {
+    if (world.rank() == 0) fs::remove_all(tmp_dir);
+    save_checkpoint(tmp_dir.string(), o.model, gpt.params(), gpt.spec_of(), world, &opt,
+                    TrainState{step, o.seed, o.layout, continuation_flags(o)});
+    if (o.save_gradients) save_gradients(tmp_dir.string(), gpt.params(), gpt.spec_of(), world);
+  } catch (...) {
+    std::error_code ignored;
+    if (world.rank() == 0) fs::remove_all(tmp_dir, ignored);
+    throw;
+  }
   if (world.rank() != 0) return final_dir.string();
   fs::remove_all(final_dir);
   fs::rename(tmp_dir, final_dir);
-  if (o.keep > 0) {
-    std::vector<fs::path> steps;
-    for (const auto& e : fs::directory_iterator(o.out)) {
-      const std::string name = e.path().filename().string();
-      if (e.is_directory() && name.rfind("step_", 0) == 0) steps.push_back(e.path());
-    }
-    std::sort(steps.begin(), steps.end());
-    for (size_t k = 0; k + static_cast<size_t>(o.keep) < steps.size(); ++k) fs::remove_all(steps[k]);
-  }
+  if (o.keep > 0) prune_step_folders(o.out, step, o.keep);
   return final_dir.string();
 }
 
-// Appends one JSON object per line to the run's metrics file (read by the notebooks).
+// Appends one JSON object per line to the run's metrics file (read by the notebooks). The file is
+// opened at the first line, after the first step succeeded: a fresh run then starts it anew, a
+// resumed run appends. An empty path (the ranks other than 0) writes nothing.
 class MetricsFile {
  public:
-  /// A fresh run starts a new file; a resumed run appends to it. An empty path (the ranks other
-  /// than 0) writes nothing.
-  MetricsFile(const std::string& path, bool append) {
-    if (!path.empty()) out_.open(path, append ? std::ios::app : std::ios::trunc);
-  }
+  MetricsFile(std::string path, bool append) : path_(std::move(path)), append_(append) {}
   void write(const std::string& json_line) {
-    if (!out_.is_open()) return;
+    if (path_.empty()) return;
+    if (!out_.is_open()) out_.open(path_, append_ ? std::ios::app : std::ios::trunc);
     out_ << json_line << '\n';
     out_.flush();
   }
 
  private:
+  std::string path_;
+  bool append_;
   std::ofstream out_;
 };
 
@@ -146,6 +170,7 @@ void require_usable_settings(const TrainOptions& o) {
     if (!ok) throw core::ConfigError(flag + " must be " + must + ", but is " + value);
   };
   auto f = [](float x) {
+    if (std::isinf(x)) return std::string("inf (past a float's largest value, 3.4e38)");
     char buf[32];
     return std::string(buf, std::to_chars(buf, buf + sizeof buf, x).ptr);
   };
@@ -165,29 +190,103 @@ void require_usable_settings(const TrainOptions& o) {
                                                 {"--sample", o.sample_tokens},
                                                 {"--inject-nan-at-step", o.inject_nan_at_step}};
   for (const auto& [flag, v] : counts) check(v >= 0, flag, "0 or more", std::to_string(v));
+  check(o.inject_nan_into == "loss" || o.inject_nan_into == "gradient", "--inject-nan-into", "loss or gradient",
+        o.inject_nan_into);
 }
 
-// Rank 0 makes the output folder and writes a probe file into it; every rank learns the verdict, so
-// an unwritable --out is one sentence before any training, not an error after the last step.
-void require_writable_folder(const std::string& out, comm::World& world) {
+// Whether rank 0 could make and write the output folder, and whether it holds an earlier run that
+// this one would mix with, decided before anything is written: a refused run leaves the disk as it
+// was. Every rank learns the verdict.
+void check_out_folder(const TrainOptions& o, comm::World& world) {
   namespace fs = std::filesystem;
-  std::string why;
-  if (world.rank() == 0) {
+  world.agree_on([&] {
+    if (world.rank() != 0) return;
     std::error_code ec;
-    fs::create_directories(out, ec);
-    const fs::path probe = fs::path(out) / ".optimus_write_test";
-    if (!ec) {
-      std::ofstream f(probe);
-      if (!(f << "ok")) ec = std::make_error_code(std::errc::permission_denied);
+    fs::path existing = fs::absolute(o.out, ec);  // the folder, or the nearest parent that exists
+    while (!fs::exists(existing, ec) && existing.has_relative_path()) existing = existing.parent_path();
+    if (!fs::is_directory(existing, ec) || ::access(existing.c_str(), W_OK | X_OK) != 0) {
+      throw core::ConfigError("cannot write the output folder " + o.out + " (" + existing.string() +
+                              (fs::is_directory(existing, ec) ? " is not writable" : " is not a folder") +
+                              "); choose --out a folder you can write");
     }
-    std::error_code ignored;
-    fs::remove(probe, ignored);
-    if (ec || !fs::is_directory(out, ignored)) {
-      why = "cannot write the output folder " + out + " (" + (ec ? ec.message() : "not a folder") +
-            "); choose --out a folder you can write";
+    if (!fs::is_directory(o.out, ec) || !o.resume.empty() || o.overwrite) return;
+    std::string earlier;
+    for (const auto& e : fs::directory_iterator(o.out, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name == "metrics.jsonl" || step_of_folder(name) >= 0) earlier = name;
+      if (step_of_folder(name) >= 0) break;
     }
+    if (!earlier.empty()) {
+      throw core::ConfigError("--out " + o.out + " holds an earlier run (" + earlier +
+                              "); resume it with --resume, pass --overwrite to replace it, or choose another --out");
+    }
+  });
+}
+
+// Holds the output folder for one run: an exclusive lock on the folder itself (flock, released
+// when the process ends however it ends), so two runs never write into one folder at once.
+class OutFolderLock {
+ public:
+  OutFolderLock() = default;
+  OutFolderLock(const OutFolderLock&) = delete;
+  OutFolderLock& operator=(const OutFolderLock&) = delete;
+  ~OutFolderLock() {
+    if (fd_ >= 0) ::close(fd_);
   }
-  if (!world.all_agree(why.empty())) throw core::ConfigError(why.empty() ? "rank 0 cannot write --out" : why);
+  bool take(const std::string& folder) {
+    fd_ = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);
+    return fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) == 0;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Once the run is known to be valid: rank 0 makes the folder, takes its lock, removes what a killed
+// run left (temporary checkpoint folders) and, with --overwrite, the earlier run's checkpoints and
+// metrics. Every rank learns the verdict.
+void claim_out_folder(const TrainOptions& o, comm::World& world, OutFolderLock& lock) {
+  namespace fs = std::filesystem;
+  world.agree_on([&] {
+    if (world.rank() != 0) return;
+    std::error_code ec;
+    fs::create_directories(o.out, ec);
+    if (ec) throw core::ConfigError("cannot make the output folder " + o.out + " (" + ec.message() + ")");
+    if (!lock.take(o.out)) {
+      throw core::ConfigError("another optimus train is writing into --out " + o.out +
+                              "; wait for it to finish or choose another --out");
+    }
+    for (const auto& e : fs::directory_iterator(o.out)) {
+      const std::string name = e.path().filename().string();
+      const bool earlier = o.overwrite && (name == "metrics.jsonl" || step_of_folder(name) >= 0);
+      if (name.rfind(".tmp_step_", 0) == 0 || earlier) fs::remove_all(e.path());
+    }
+  });
+}
+
+// Loads --resume's weights and training state into this run and returns the steps it had done; a
+// checkpoint that another seed or other settings wrote, or one past --steps, is a ConfigError.
+template <typename Model>
+int resume_from(const TrainOptions& o, Model& gpt, AdamW& opt) {
+  load_weights(o.resume, o.model, gpt.params());
+  const TrainState state = load_train_state(o.resume, gpt.params(), opt);
+  if (state.seed != o.seed) {
+    throw core::ConfigError("the checkpoint " + o.resume + " was trained with --seed " + std::to_string(state.seed) +
+                            ", but this run has --seed " + std::to_string(o.seed) + "; resume with --seed " +
+                            std::to_string(state.seed));
+  }
+  if (!state.flags.empty() && state.flags != continuation_flags(o)) {
+    throw core::ConfigError("the checkpoint " + o.resume + " was trained with " +
+                            first_difference(state.flags, continuation_flags(o)) +
+                            "; resume with the flags of the run that wrote it");
+  }
+  if (state.step < 0 || state.step >= o.steps) {
+    throw core::ConfigError("the checkpoint " + o.resume + " says it is at step " + std::to_string(state.step) +
+                            ", but a run of --steps " + std::to_string(o.steps) +
+                            " resumes from a step in [0, " + std::to_string(o.steps) +
+                            "); resume from an earlier checkpoint, or start a new run from this one's weights");
+  }
+  return state.step;
 }
 
 // The loop itself, for the model of any layout.
@@ -198,27 +297,18 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
   AdamW opt(gpt.params(), gpt.context(), o.adamw);
   int start = 0;
   if (!o.resume.empty()) {
-    load_weights(o.resume, o.model, gpt.params());
-    const TrainState state = load_train_state(o.resume, gpt.params(), opt);
-    if (state.seed != o.seed) {
-      throw core::ConfigError("the checkpoint " + o.resume + " was trained with --seed " + std::to_string(state.seed) +
-                              ", but this run has --seed " + std::to_string(o.seed) + "; resume with --seed " +
-                              std::to_string(state.seed));
-    }
-    if (!state.flags.empty() && state.flags != continuation_flags(o)) {
-      throw core::ConfigError("the checkpoint " + o.resume + " was trained with " +
-                              first_difference(state.flags, continuation_flags(o)) +
-                              "; resume with the flags of the run that wrote it");
-    }
-    start = state.step;
+    world.agree_on([&] { start = resume_from(o, gpt, opt); });
     world.print0("resumed from %s at step %d\n", o.resume.c_str(), start);
   }
+  OutFolderLock lock;
+  claim_out_folder(o, world, lock);
   MetricsFile metrics(world.rank() == 0 ? o.out + "/metrics.jsonl" : "", !o.resume.empty());
+  auto name = [](const TokenFile& f) { return f.path + (f.part.empty() ? "" : " (" + f.part + ")"); };
   world.print0(
       "training %lld parameters, layout %s on %d rank%s, on %s (%zu bytes), validating on %s (%zu bytes); "
       "B=%d T=%d\n",
-      o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s", train_data.path.c_str(),
-      train_data.tokens.size(), val_data.path.c_str(), val_data.tokens.size(), B, T);
+      o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s",
+      name(train_data).c_str(), train_data.tokens.size(), name(val_data).c_str(), val_data.tokens.size(), B, T);
   std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
   char line[512];
   std::string last_dir;
@@ -230,7 +320,8 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
     sample_batch(inputs.data(), targets.data(), train_data, B, T, o.seed, static_cast<uint64_t>(step));
     gpt.params().zero_grads();
     float loss = gpt.forward(inputs.data(), targets.data(), B, T, static_cast<uint32_t>(step));
-    if (step + 1 == o.inject_nan_at_step) loss = std::numeric_limits<float>::quiet_NaN();  // test-only
+    const bool inject = step + 1 == o.inject_nan_at_step;  // test-only
+    if (inject && o.inject_nan_into == "loss") loss = std::numeric_limits<float>::quiet_NaN();
     if (!std::isfinite(loss)) {
       // Every rank has the same loss, so every rank stops here, and nothing after the last
       // checkpoint is written.
@@ -239,7 +330,18 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
       return 1;
     }
     gpt.backward();
+    if (inject && o.inject_nan_into == "gradient" && world.rank() == 0) {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      core::copy_to_device(gpt.context(), gpt.params().tensors.back().grad.data(), &nan, 1);
+    }
     const float norm = gpt.clip_gradients(o.grad_clip);
+    if (!std::isfinite(norm)) {
+      // The norm is reduced over every rank, so every rank stops here, before the update.
+      progress.error("the gradient norm became " + std::to_string(norm) + " at step " + std::to_string(step + 1) +
+                     " (the loss was finite); stopping before the update (the last checkpoint in " + o.out +
+                     " is kept)");
+      return 1;
+    }
     const float lr = learning_rate(step, o.steps, o.warmup, o.lr, o.min_lr);
     opt.update(gpt.params(), lr);
     core::synchronize(gpt.context());  // a GPU's queued work is part of the step's time
@@ -290,22 +392,32 @@ int train(const TrainOptions& o, comm::World& world) {
   require_usable_settings(o);
   o.model.validate();
   require_batch_fits(o.layout, B, world);
-
-  TokenFile train_data = TokenFile::load(o.data);
-  TokenFile val_data = o.val.empty() ? train_data.split_tail(0.1) : TokenFile::load(o.val);
-  require_tokens_for_training(train_data, T);
-  const int eval_batches = std::max(
-      1, std::min<int>(o.eval_batches, static_cast<int>((val_data.tokens.size() - 1) / (static_cast<size_t>(B) * T))));
-  require_tokens_for_eval(val_data, B, T, eval_batches);
-
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
   }
+  if (o.device.device == "cpu") {
+    require_memory(world, step_bytes_lower_bound(o.model, B, world.size()),
+                   "training this model at --batch " + std::to_string(B),
+                   "use a smaller --batch, --seq, --layers or --embd, or more processes");
+  }
+
+  // Every rank reads the data itself: one that cannot (a file missing on its node) fails them all.
+  TokenFile train_data, val_data;
+  const uint64_t max_bytes = data_bytes_per_process(world);
+  int eval_batches = 0;
+  world.agree_on([&] {
+    train_data = TokenFile::load(o.data, world.size(), max_bytes);
+    val_data = o.val.empty() ? train_data.split_tail(0.1) : TokenFile::load(o.val, world.size(), max_bytes);
+    require_tokens_for_training(train_data, T);
+    const size_t windows = (val_data.tokens.size() - 1) / (static_cast<size_t>(B) * T);
+    eval_batches = static_cast<int>(std::clamp<size_t>(windows, 1, static_cast<size_t>(o.eval_batches)));
+    require_tokens_for_eval(val_data, B, T, eval_batches);
+  });
+  check_out_folder(o, world);
+
   const core::Context ctx = make_context(o.device, world);
   if (ctx.device == core::Device::cuda) world.print0("device: cuda, %s\n", core::cuda_device_report().c_str());
-  // Inside with_model, after its layout checks: a run refused for its world or its sizes leaves no --out behind.
   return with_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(), [&](auto& gpt) {
-    require_writable_folder(o.out, world);
     return run_training(o, world, gpt, train_data, val_data, eval_batches);
   });
 }

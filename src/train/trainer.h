@@ -1,6 +1,7 @@
-// The training loop (chapter 1; the trainer issue completes it): sample a batch, forward, backward,
-// clip, AdamW with the schedule, log a line, evaluate and checkpoint at intervals — in any layout
-// (train/layouts.h), the same loop for each.
+// The training loop (chapter 1): sample a batch, forward, backward, clip, AdamW with the schedule,
+// log a line, evaluate and checkpoint at intervals — in any layout (train/layouts.h), the same loop
+// for each. Its output folder holds one run: an earlier run's files are refused unless the run
+// resumes or is told to overwrite, and nothing there changes before the run is known to be valid.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@ struct TrainOptions {
   std::string val;                  // validation text; empty: the last 10% of data
   std::string out = "runs/latest";  // checkpoint and metrics folder
   std::string resume;               // checkpoint folder to continue from
+  bool overwrite = false;           // an --out holding an earlier run: replace its checkpoints and metrics
   model::GPTConfig model;           // n_positions doubles as the training sequence length T
   int batch = 8;                    // B
   int steps = 200;                  // total optimizer steps
@@ -37,7 +39,8 @@ struct TrainOptions {
   int keep = 3;                   // keep the newest K step checkpoints (0: keep all)
   int sample_tokens = 0;          // print a sample of this many bytes at the end
   std::string progress = "auto";  // live (one line rewritten in place), lines, or auto (live on a terminal, 1 process)
-  int inject_nan_at_step = 0;     // test-only: the loss of this step (from 1) becomes NaN (0: never)
+  int inject_nan_at_step = 0;     // test-only: at this step (from 1) a NaN appears (0: never) ...
+  std::string inject_nan_into = "loss";  // ... in the loss, or in one gradient element ("gradient")
   bool save_gradients = false;    // each step checkpoint also holds the step's gradients (scripts/compare.sh)
   DeviceOptions device;           // --device, --device-comm (train/device.h)
 };

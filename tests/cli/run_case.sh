@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Robustness of the optimus command (DESIGN §11), one case per ctest test (label cli). A refusal
+# Robustness of the optimus command, one case per ctest test (label cli). A refusal
 # case gives optimus one kind of bad input and checks what a user sees and what is left on disk:
 # the command ends by itself (within 60 s) with a non-zero exit code; exactly one line of its output
 # (stdout and stderr together, every rank under mpiexec) says "error:", and that line names the
@@ -171,7 +171,7 @@ case_corrupted_header() {
   ckpt=$(copy_of_good corrupted)
   # Bytes 20-23 lie in the JSON header (which starts at byte 8); 0xff is never valid there.
   printf '\xff\xff\xff\xff' | dd of="$ckpt/model.safetensors" bs=1 seek=20 conv=notrunc status=none
-  refused "has a header that is not valid JSON" \
+  refused "header is not valid JSON" \
     "$mpiexec" -np 2 "$optimus" eval --layout 1d --checkpoint "$ckpt" "${eval_args[@]}"
 }
 case_truncated_weights() {
@@ -212,6 +212,230 @@ case_init_over_checkpoint() {
   refused "already holds a checkpoint" "$optimus" init --layers 1 --embd 32 --heads 2 --seq 16 --out "$good"
 }
 
+# ---- data that some ranks cannot read, or that cannot fit -----------------------------------------
+case_data_on_rank_0_only() {
+  # Each rank reads text_<its rank>.txt: only rank 0's exists, as when a file is missing on one node.
+  cp "$ws/text.txt" "$ws/text_0.txt"
+  refused "on rank 1: the data file '$ws/text_1.txt' does not exist" \
+    "$mpiexec" -np 2 bash -c "exec '$optimus' train --layout 1d ${model[*]} ${quiet[*]} \
+      --data '$ws/text_'\$OMPI_COMM_WORLD_RANK.txt --out '$ws/new_run'"
+}
+case_data_stdin_on_2_ranks() {
+  refused "is a pipe, which only one of the 2 processes can read" \
+    bash -c "cat '$ws/text.txt' | '$mpiexec' -np 2 '$optimus' train --layout 1d ${model[*]} ${quiet[*]} \
+      --data /dev/stdin --out '$ws/new_run'"
+}
+case_data_fifo_on_2_ranks() {
+  mkfifo "$ws/fifo"
+  refused "is a pipe, which only one of the 2 processes can read" \
+    "$mpiexec" -np 2 "$optimus" train --layout 1d "${model[@]}" "${quiet[@]}" --data "$ws/fifo" --out "$ws/new_run"
+}
+case_data_device() {
+  refused "the data file '/dev/zero' is not a regular file or a pipe" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --data /dev/zero --out "$ws/new_run"
+}
+case_data_17_bytes() {
+  # 17 bytes hold one window of --seq 16, but the training part (the first 90%) holds 16.
+  head -c 17 "$ws/text.txt" >"$ws/short.txt"
+  refused "the first 90% of the data file '$ws/short.txt' has 16 bytes, too short for one training window of 17" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --data "$ws/short.txt" --out "$ws/new_run"
+}
+case_batch_past_memory() {
+  refused "training this model at --batch 10000000 needs at least" \
+    "$optimus" train --layers 1 --embd 32 --heads 2 --seq 16 --batch 10000000 "${quiet[@]}" --data "$ws/text.txt" \
+    --out "$ws/new_run"
+}
+case_layers_past_memory() {
+  refused "training this model at --batch 4 needs at least" \
+    "$optimus" train --layers 100000 --embd 512 --heads 2 --seq 16 --batch 4 "${quiet[@]}" --data "$ws/text.txt" \
+    --out "$ws/new_run"
+}
+
+# ---- the output folder ---------------------------------------------------------------------------------
+case_out_holds_earlier_run() {
+  # A fresh run (here one that would diverge at once) must not touch an earlier run's files.
+  refused "--out $ws/run holds an earlier run" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --lr 1e30 --data "$ws/text.txt" --out "$ws/run"
+}
+case_refused_resume_makes_no_out() {
+  refused "was trained with --seed 1337, but this run has --seed 5" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --seed 5 --data "$ws/text.txt" --resume "$good" --out "$ws/new_run"
+}
+case_init_over_lone_config() {
+  mkdir "$ws/lone" && echo '{}' >"$ws/lone/config.json"
+  refused "--out $ws/lone already holds a checkpoint (config.json)" \
+    "$optimus" init --layers 1 --embd 32 --heads 2 --seq 16 --out "$ws/lone"
+}
+
+# ---- config files --------------------------------------------------------------------------------------
+case_config_folder() {
+  refused "the --config file $ws/run is not a regular file" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --config "$ws/run" --data "$ws/text.txt" --out "$ws/new_run"
+}
+case_config_number_overflow() {
+  echo '{"lr": 1e400}' >"$ws/config.json"
+  refused "holds a number out of range" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --config "$ws/config.json" --data "$ws/text.txt" --out "$ws/new_run"
+}
+case_config_deeply_nested() {
+  /usr/bin/python3 -c "print('{\"lr\": ' + '[' * 100000 + ']' * 100000 + '}')" >"$ws/config.json"
+  refused "nests arrays or objects deeper than 32 levels" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --config "$ws/config.json" --data "$ws/text.txt" --out "$ws/new_run"
+}
+case_config_duplicate_key() {
+  echo '{"lr": 0.001, "lr": 0.002}' >"$ws/config.json"
+  refused "has the key \"lr\" twice in one object" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --config "$ws/config.json" --data "$ws/text.txt" --out "$ws/new_run"
+}
+case_config_huge_value() {
+  # A 50 MB value: refused by size, and no error line echoes it.
+  /usr/bin/python3 -c "print('{\"layout\": \"' + 'x' * 50000000 + '\"}')" >"$ws/config.json"
+  refused "is larger than the 1024 KiB such a file can be" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --config "$ws/config.json" --data "$ws/text.txt" --out "$ws/new_run"
+  (($(wc -c <"$tmp/out") < 2000)) || fail "the output is $(wc -c <"$tmp/out") bytes long"
+}
+case_lr_past_float() {
+  refused "must be positive, but is inf (past a float's largest value, 3.4e38)" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --lr 1e40 --data "$ws/text.txt" --out "$ws/new_run"
+}
+case_unknown_subcommand() {
+  refused "'generate' is not a subcommand of optimus" "$optimus" generate --tokens 5
+}
+
+# ---- checkpoints that do not hold what they claim --------------------------------------------------
+# set_config KEY VALUE CKPT: config.json's KEY becomes VALUE (JSON text).
+set_config() {
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+key, value, ckpt = sys.argv[1:4]
+path = ckpt + "/config.json"
+cfg = json.load(open(path))
+cfg[key] = json.loads(value)
+open(path, "w").write(json.dumps(cfg))
+PY
+}
+# set_state_metadata KEY VALUE CKPT: train_state.safetensors' metadata KEY becomes the string VALUE.
+set_state_metadata() {
+  /usr/bin/python3 - "$@" <<'PY'
+import json, struct, sys
+key, value, ckpt = sys.argv[1:4]
+path = ckpt + "/train_state.safetensors"
+raw = open(path, "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+header["__metadata__"][key] = value
+text = json.dumps(header).encode()
+text += b" " * ((8 - len(text) % 8) % 8)
+open(path, "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+PY
+}
+case_config_n_embd_past_memory() {
+  local ckpt
+  ckpt=$(copy_of_good wide)
+  set_config n_embd 1048576 "$ckpt"
+  refused "needs at least" "$optimus" eval --checkpoint "$ckpt" "${eval_args[@]}"
+}
+case_config_n_positions_past_memory() {
+  local ckpt
+  ckpt=$(copy_of_good long)
+  set_config n_positions 268435456 "$ckpt"
+  refused "needs at least" "$optimus" eval --checkpoint "$ckpt" "${eval_args[@]}"
+}
+case_config_vocab_past_memory() {
+  local ckpt
+  ckpt=$(copy_of_good vocab)
+  set_config vocab_size 2147483647 "$ckpt"
+  refused "needs at least" "$optimus" eval --checkpoint "$ckpt" "${eval_args[@]}"
+}
+case_config_vocab_out_of_range() {
+  local ckpt
+  ckpt=$(copy_of_good vocab)
+  set_config vocab_size 2147483648 "$ckpt"
+  refused "\"vocab_size\": 2147483648, which is out of range (at most 2147483647)" \
+    "$optimus" eval --checkpoint "$ckpt" "${eval_args[@]}"
+}
+case_config_deeply_nested_checkpoint() {
+  local ckpt
+  ckpt=$(copy_of_good nested)
+  /usr/bin/python3 -c "print('{\"x\": ' + '[' * 100000 + ']' * 100000 + '}')" >"$ckpt/config.json"
+  refused "nests arrays or objects deeper than 32 levels" "$optimus" eval --checkpoint "$ckpt" "${eval_args[@]}"
+}
+case_weights_padded_to_20_gb() {
+  # A sparse 20 GB file, outside the workspace (whose snapshot would read it): refused by its size alone.
+  cp -r "$good" "$tmp/padded"
+  truncate -s 20G "$tmp/padded/model.safetensors"
+  fails_with "bytes of trailing data after its last tensor" "$optimus" eval --checkpoint "$tmp/padded" "${eval_args[@]}"
+}
+case_weight_not_finite() {
+  local ckpt
+  ckpt=$(copy_of_good nan_weight)
+  /usr/bin/python3 - "$ckpt/model.safetensors" <<'PY'
+import struct, sys
+raw = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", raw[:8])[0]
+raw[8 + n:8 + n + 4] = struct.pack("<f", float("inf"))  # the first element of the first tensor
+open(sys.argv[1], "wb").write(raw)
+PY
+  refused "holds inf at element 0; a checkpoint's values must be finite" \
+    "$optimus" eval --checkpoint "$ckpt" "${eval_args[@]}"
+}
+case_state_seed_not_a_number() {
+  local ckpt
+  ckpt=$(copy_of_good seed_abc)
+  set_state_metadata seed abc "$ckpt"
+  refused "has a bad 'seed' entry 'abc'" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --data "$ws/text.txt" --resume "$ckpt" --out "$ws/new_run"
+}
+case_state_symlink_loop() {
+  local ckpt
+  ckpt=$(copy_of_good loop)
+  rm "$ckpt/train_state.safetensors"
+  ln -s train_state.safetensors "$ckpt/train_state.safetensors"
+  refused "Too many levels of symbolic links" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --data "$ws/text.txt" --resume "$ckpt" --out "$ws/new_run"
+}
+case_state_step_past_steps() {
+  local ckpt
+  ckpt=$(copy_of_good step_100)
+  set_state_metadata step 100 "$ckpt"
+  refused "says it is at step 100, but a run of --steps 4 resumes from a step in [0, 4)" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --data "$ws/text.txt" --resume "$ckpt" --out "$ws/new_run"
+}
+case_state_step_negative() {
+  local ckpt
+  ckpt=$(copy_of_good step_minus_3)
+  set_state_metadata step -3 "$ckpt"
+  refused "has a bad 'step' entry '-3'" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --data "$ws/text.txt" --resume "$ckpt" --out "$ws/new_run"
+}
+
+# ---- sample and bench values ---------------------------------------------------------------------------
+case_sample_negative_tokens() {
+  refused "--tokens must be 0 or more, but is -5" "$optimus" sample --checkpoint "$good" --tokens -5
+}
+case_sample_negative_top_k() {
+  refused "--top-k must be 0 (the whole vocabulary) or more, but is -1" "$optimus" sample --checkpoint "$good" --top-k -1
+}
+case_bench_zero_steps() {
+  refused "--steps must be positive" "$optimus" bench --steps 0
+}
+case_bench_negative_warmup() {
+  refused "--warmup must be 0 or more, but is -3" "$optimus" bench --warmup -3
+}
+case_bench_negative_batch() {
+  refused "--batch must be positive, but is -4" "$optimus" bench --batch -4
+}
+case_bench_zero_batch() {
+  refused "--batch must be positive, but is 0" "$optimus" bench --batch 0
+}
+case_bench_budget_past_range() {
+  refused "--max-batch-budget must be at most 2^30 MiB (a pebibyte), but is 1e+308" \
+    "$optimus" bench --max-batch-budget 1e308
+}
+case_bench_budget_past_memory() {
+  refused "--max-batch-budget 1e+06 needs at least" "$optimus" bench --max-batch-budget 1000000
+}
+
 # ---- failures during a run -------------------------------------------------------------------------
 # Step 5's loss is NaN: training stops with one line; the checkpoints of steps 2 and 4 remain, byte
 # for byte what a run without the NaN writes, and no later one (nor a temporary folder) exists.
@@ -231,6 +455,56 @@ case_nan_loss() {
     fail "optimus eval of the kept checkpoint failed: $(cat "$tmp/out")"
   cat "$tmp/out"
   grep -Eq '^loss [0-9]' "$tmp/out" || fail "optimus eval printed no finite loss"
+}
+
+# Step 3's gradient norm is NaN while its loss is finite: the step is refused before the update,
+# with one line, and the checkpoint of step 2 remains, byte for byte what a run without the NaN writes.
+case_nan_gradient() {
+  local flags=(train --layout 1d "${model[@]}" "${quiet[@]}" --steps 6 --checkpoint-interval 2 --keep 0
+    --data "$ws/text.txt")
+  fails_with "the gradient norm became nan at step 3 (the loss was finite); stopping before the update" \
+    "$mpiexec" -np 2 "$optimus" "${flags[@]}" --inject-nan-at-step 3 --inject-nan-into gradient --out "$ws/nan_grad"
+  local left
+  left=$(ls -A "$ws/nan_grad" | tr '\n' ' ')
+  [[ "$left" == "metrics.jsonl step_000002 " ]] || fail "the run left '$left' in $ws/nan_grad"
+  "$mpiexec" -np 2 "$optimus" "${flags[@]}" --out "$ws/no_nan" >/dev/null 2>&1 || fail "the clean run failed"
+  (cd "$ws/no_nan/step_000002" && sha256sum -- *) >"$tmp/reference.sha256"
+  (cd "$ws/nan_grad/step_000002" && sha256sum -c "$tmp/reference.sha256") || fail "step_000002 differs"
+}
+
+# A resumed run with --keep 1 prunes only older checkpoints: never the one it just wrote, nor a folder
+# numbered above it; and a temporary folder a killed run left behind is removed when the run starts.
+case_prune_keeps_own() {
+  local run=$ws/prune
+  "$optimus" train "${model[@]}" "${quiet[@]}" --steps 8 --checkpoint-interval 2 --keep 0 --data "$ws/text.txt" \
+    --out "$run" >/dev/null 2>&1 || fail "the first run failed"
+  rm -r "$run/step_000006" "$run/step_000008"
+  cp -r "$run/step_000004" "$run/step_000010"  # a folder numbered above the run's last step
+  mkdir "$run/.tmp_step_000006" && echo partial >"$run/.tmp_step_000006/model.safetensors"
+  "$optimus" train "${model[@]}" "${quiet[@]}" --steps 8 --checkpoint-interval 2 --keep 1 --data "$ws/text.txt" \
+    --resume "$run/step_000004" --out "$run" >"$tmp/out" 2>&1 || fail "the resumed run failed: $(cat "$tmp/out")"
+  local left
+  left=$(ls -A "$run" | tr '\n' ' ')
+  echo "left in the folder: $left"
+  [[ "$left" == "metrics.jsonl step_000008 step_000010 " ]] || fail "expected metrics.jsonl step_000008 step_000010"
+}
+
+# Two runs into one --out at once: the second is refused while the first holds the folder.
+case_two_runs_one_out() {
+  local run=$ws/busy
+  "$optimus" train "${model[@]}" --steps 1000000 --eval-interval 0 --log-interval 1 --progress lines \
+    --data "$ws/text.txt" --out "$run" >"$tmp/first" 2>&1 &
+  local first=$! i
+  for ((i = 0; i < 600; ++i)); do
+    grep -q '^step ' "$tmp/first" && break
+    sleep 0.1
+  done
+  grep -q '^step ' "$tmp/first" || fail "the first run did not start within 60 s: $(cat "$tmp/first")"
+  fails_with "another optimus train is writing into --out $run" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --overwrite --data "$ws/text.txt" --out "$run"
+  kill "$first"
+  wait "$first" 2>/dev/null
+  [[ -f "$run/metrics.jsonl" ]] || fail "the first run's metrics.jsonl is gone"
 }
 
 # One rank of a 2D run on 4 is killed with SIGKILL while the others train: every process of the job

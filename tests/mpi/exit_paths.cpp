@@ -1,11 +1,13 @@
-// A program that ends through one of World's error exits (DESIGN §11), for the exit tests in
-// CMakeLists.txt: `mpi_exit_paths fail|abort|config-error|exception`. In the one-rank cases the
-// other ranks wait in a barrier, which would hang forever if the failing rank left them there.
+// A program that ends through one of World's error exits, for the exit tests in CMakeLists.txt:
+// `mpi_exit_paths fail|abort|config-error|exception|config-error-on-one-rank|agree-on`. In the
+// one-rank cases the other ranks wait in a barrier, which would hang forever if the failing rank
+// left them there.
 #include <cstring>
 #include <stdexcept>
 
 #include "comm/grid.h"
 #include "comm/world.h"
+#include "core/errors.h"
 
 using optimus::comm::World;
 
@@ -22,9 +24,20 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(mode, "exception") == 0) {
       if (world.rank() == 2) throw std::runtime_error("thrown on rank 2 only");
       world.comm().barrier();
+    } else if (std::strcmp(mode, "config-error-on-one-rank") == 0) {
+      // A ConfigError meant for every rank, raised on one: fail() must not wait forever for the rest.
+      if (world.rank() == 1) throw optimus::core::ConfigError("rank 1 alone cannot read its file");
+      world.comm().barrier();
+    } else if (std::strcmp(mode, "agree-on") == 0) {
+      // The same check, failing on rank 2 only, agreed: every rank raises rank 2's message.
+      world.agree_on([&] {
+        if (world.rank() == 2) throw optimus::core::ConfigError("the file is missing on rank 2's node");
+      });
+      world.comm().barrier();
     } else {
-      world.fail(std::string("unknown mode '") + mode + "'; use fail, abort, config-error or exception");
+      world.fail(std::string("unknown mode '") + mode +
+                 "'; use fail, abort, config-error, exception, config-error-on-one-rank or agree-on");
     }
-    return 0;  // not reached in the four modes: each ends through fail or abort
+    return 0;  // not reached in the modes: each ends through fail or abort
   });
 }

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     core::Context ctx = core::cpu_context();
     serial::GPT gpt(config, ctx, 0);
     train::load_weights(ckpt, config, gpt.params());
-    train::TokenFile data = train::TokenFile::load(data_path);
+    train::TokenFile data = train::TokenFile::load(data_path, 1, UINT64_MAX);
     train::require_tokens_for_eval(data, B, T, 1);
     std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
     train::eval_batch(inputs.data(), targets.data(), data, B, T, 0);

@@ -1,0 +1,34 @@
+// Sizes checked before anything is allocated: a model, a batch or a data file that cannot fit in
+// this machine's memory is refused in one sentence, instead of an allocation failure on some rank
+// or a silent kill by the kernel's out-of-memory handler.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "comm/world.h"
+#include "model/config.h"
+
+namespace optimus::train {
+
+/// Bytes this process may still allocate: /proc/meminfo's MemAvailable, or less where a cgroup
+/// (v2 memory.max, v1 memory.limit_in_bytes) limits the process further. 0 if neither is readable.
+uint64_t available_memory_bytes();
+
+/// A lower bound of one rank's bytes for a training step of `config` at batch B, with the work
+/// split over `ranks` ranks: parameters, gradients and the two AdamW moments (16 bytes per
+/// parameter), and the activations a block keeps (18·N·C + NH·B·T² floats, N = B·T) plus the
+/// logits (N·V floats), all divided by `ranks`. The stages need more (1D replicates some
+/// activations, every stage has workspace), so a run this bound refuses could never fit.
+double step_bytes_lower_bound(const model::GPTConfig& config, int B, int ranks);
+
+/// Collective: throws core::ConfigError on every rank if `bytes_per_rank` times the number of
+/// ranks on some machine exceeds that machine's available memory. `what` names the need ("training
+/// this model at --batch 8"), `fix` says what to change; the message gives the sizes in GiB.
+void require_memory(comm::World& world, double bytes_per_rank, const std::string& what, const std::string& fix);
+
+/// Collective: the largest data file each process may load, a fifth of its share of the available
+/// memory (a byte is read, then held as a 4-byte token).
+uint64_t data_bytes_per_process(comm::World& world);
+
+}  // namespace optimus::train
