@@ -1,8 +1,11 @@
-// Helpers of the equivalence tests (DESIGN §10, L2–L5): canonical tensors from any layout, relative
-// errors, and a one-line report per comparison printed by rank 0, so the test log shows the numbers.
+// Helpers of the equivalence tests (levels L2–L5, docs/equivalence.md): canonical tensors from any
+// layout, relative errors, and a one-line report per comparison printed by rank 0, so the test log
+// shows the numbers. A NaN anywhere is the worst error of all: every aggregation here keeps it, so
+// it fails every bar (NaN <= bar is false) instead of vanishing inside a max.
 #pragma once
 
 #include <algorithm>
+#include <initializer_list>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
@@ -28,6 +31,36 @@ inline double rel_error(const std::vector<float>& a, const std::vector<float>& b
     den += static_cast<double>(b[k]) * b[k];
   }
   return den == 0.0 ? (num == 0.0 ? 0.0 : INFINITY) : std::sqrt(num / den);
+}
+
+/// The larger of two errors, NaN above everything (std::max(worst, NaN) would return worst).
+inline double worse(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+}
+
+/// The largest of several errors, NaN above everything.
+inline double worst_of(std::initializer_list<double> errors) {
+  double w = 0.0;
+  for (double e : errors) w = worse(w, e);
+  return w;
+}
+
+/// The worst of named errors, NaN above everything: the first NaN stays, with its name.
+struct WorstError {
+  double value = 0.0;
+  std::string name;
+  void add(double e, const std::string& what) {
+    if (name.empty() || (!std::isnan(value) && (std::isnan(e) || e > value))) value = e, name = what;
+  }
+};
+
+/// The worst of every rank's error (collective), NaN if any rank's is NaN.
+inline double worst_over_ranks(double e) {
+  int nan = std::isnan(e) ? 1 : 0;
+  mpi_test::world().comm().all_reduce(&nan, 1, optimus::comm::ReduceOp::max);
+  if (nan) return NAN;
+  mpi_test::world().comm().all_reduce(&e, 1, optimus::comm::ReduceOp::max);
+  return e;
 }
 
 /// Prints "equivalence: <what> measured M, formula F" on rank 0 (exact counts).
@@ -146,7 +179,7 @@ inline double key_bias_gradient_ratio(const optimus::model::ParamSet& serial) {
       all += g * g;
       if (k >= C && k < 2 * C) key += g * g;
     }
-    worst = std::max(worst, all == 0.0 ? 0.0 : std::sqrt(key / all));
+    worst = worse(worst, all == 0.0 ? 0.0 : std::sqrt(key / all));
   }
   return worst;
 }
@@ -157,18 +190,16 @@ template <typename Which>
 double worst_param_error(const optimus::model::ParamSet& layout, const optimus::model::ParamSet& serial,
                          optimus::comm::Communicator& comm, const optimus::model::SpecOfRank& spec_of, Which which,
                          const std::string& what) {
-  double worst = 0.0;
-  std::string worst_name;
+  WorstError worst;
   for (size_t i = 0; i < layout.tensors.size(); ++i) {
     const auto& t = layout.tensors[i];
     const auto& s = serial.tensors[i];
     const auto full = optimus::model::gather_canonical(t, which(t), comm, spec_of);
-    const double e =
-        rel_error(comparable_part(t.info, full), comparable_part(t.info, copy(which(s), s.spec.local_numel())));
-    if (e > worst || worst_name.empty()) worst = e, worst_name = compared_name(t.info);
+    worst.add(rel_error(comparable_part(t.info, full), comparable_part(t.info, copy(which(s), s.spec.local_numel()))),
+              compared_name(t.info));
   }
-  report(what + " (worst: " + worst_name + ")", worst);
-  return worst;
+  report(what + " (worst: " + worst.name + ")", worst.value);
+  return worst.value;
 }
 
 /// The same between two parallel layouts on the same world: both gathered to canonical tensors.
@@ -176,17 +207,16 @@ template <typename Which>
 double worst_param_error_between(const optimus::model::ParamSet& a, const optimus::model::SpecOfRank& spec_a,
                                  const optimus::model::ParamSet& b, const optimus::model::SpecOfRank& spec_b,
                                  optimus::comm::Communicator& comm, Which which, const std::string& what) {
-  double worst = 0.0;
-  std::string worst_name;
+  WorstError worst;
   for (size_t i = 0; i < a.tensors.size(); ++i) {
     const auto& ta = a.tensors[i];
     const auto& tb = b.tensors[i];
-    const double e = rel_error(comparable_part(ta.info, optimus::model::gather_canonical(ta, which(ta), comm, spec_a)),
-                               comparable_part(tb.info, optimus::model::gather_canonical(tb, which(tb), comm, spec_b)));
-    if (e > worst || worst_name.empty()) worst = e, worst_name = compared_name(ta.info);
+    worst.add(rel_error(comparable_part(ta.info, optimus::model::gather_canonical(ta, which(ta), comm, spec_a)),
+                        comparable_part(tb.info, optimus::model::gather_canonical(tb, which(tb), comm, spec_b))),
+              compared_name(ta.info));
   }
-  report(what + " (worst: " + worst_name + ")", worst);
-  return worst;
+  report(what + " (worst: " + worst.name + ")", worst.value);
+  return worst.value;
 }
 
 }  // namespace equivalence

@@ -24,12 +24,6 @@ std::vector<float> normal(int64_t n, int salt) {  // the same full matrix on eve
   return equivalence::normal_data(n, 1.0f, {5u, 0x5a00u + static_cast<uint32_t>(salt)});
 }
 
-// The largest of every rank's error, for the report line.
-double worst_over_ranks(double e) {
-  mpi_test::world().comm().all_reduce(&e, 1, comm::ReduceOp::max);
-  return e;
-}
-
 struct Shapes {  // stored shapes (rows, cols) of A, B, C for one product
   int a_rows, a_cols, b_rows, b_cols;
   Trans ta, tb;
@@ -109,9 +103,9 @@ void check_product(Product p) {
   const double e_c = rel_error(C_ij, equivalence::grid_block(C, M, N, g));
   const double e_da = rel_error(dA_ij, equivalence::grid_block(dA, s.a_rows, s.a_cols, g));
   const double e_db = rel_error(dB_ij, equivalence::grid_block(dB, s.b_rows, s.b_cols, g));
-  report(what + " worst relative error", worst_over_ranks(e_c));
-  report(what + " backward dA worst relative error", worst_over_ranks(e_da));
-  report(what + " backward dB worst relative error", worst_over_ranks(e_db));
+  report(what + " worst relative error", equivalence::worst_over_ranks(e_c));
+  report(what + " backward dA worst relative error", equivalence::worst_over_ranks(e_da));
+  report(what + " backward dB worst relative error", equivalence::worst_over_ranks(e_db));
   MPI_REQUIRE(e_c <= 1e-5);
   MPI_REQUIRE(e_da <= 1e-5);
   MPI_REQUIRE(e_db <= 1e-5);

@@ -103,7 +103,7 @@ TEST_CASE("1D five AdamW steps with dropout and clipping equal serial: losses an
     par.params().zero_grads(), ser.params().zero_grads();
     const float lp = par.forward(in.data(), tg.data(), B, T, static_cast<uint32_t>(step));
     const float ls = ser.forward(in.data(), tg.data(), B, T, static_cast<uint32_t>(step));
-    worst_loss = std::max(worst_loss, std::abs(static_cast<double>(lp) - ls) / std::abs(static_cast<double>(ls)));
+    worst_loss = equivalence::worse(worst_loss, std::abs(static_cast<double>(lp) - ls) / std::abs(static_cast<double>(ls)));
     par.backward(), ser.backward();
     par.clip_gradients(0.5f), ser.clip_gradients(0.5f);
     opt_p.update(par.params(), 3e-3f), opt_s.update(ser.params(), 3e-3f);
@@ -159,9 +159,9 @@ TEST_CASE("1D column- and row-parallel linears equal the serial linear (L2)", "[
   const double row_y = rel_error(y_r, y), row_dx = rel_error(dx_r, cols(dx, N, C, r * Cp, Cp)),
                row_dw = rel_error(dw_r, std::vector<float>(dw.begin() + r * Cp * OC, dw.begin() + (r + 1) * Cp * OC)),
                row_db = rel_error(db_r, db);
-  const double worst = std::max({col_y, col_dx, col_dw, col_db, row_y, row_dx, row_dw, row_db});
-  report(tag("L2 column-parallel linear: worst of y, dx, dw, db"), std::max({col_y, col_dx, col_dw, col_db}));
-  report(tag("L2 row-parallel linear: worst of y, dx, dw, db"), std::max({row_y, row_dx, row_dw, row_db}));
+  const double worst = equivalence::worst_of({col_y, col_dx, col_dw, col_db, row_y, row_dx, row_dw, row_db});
+  report(tag("L2 column-parallel linear: worst of y, dx, dw, db"), equivalence::worst_of({col_y, col_dx, col_dw, col_db}));
+  report(tag("L2 row-parallel linear: worst of y, dx, dw, db"), equivalence::worst_of({row_y, row_dx, row_dw, row_db}));
   MPI_REQUIRE(worst <= 1e-5);
 }
 
@@ -179,7 +179,7 @@ TEST_CASE("1D vocab-parallel embedding and cross-entropy equal the serial ones (
   std::vector<float> e_p(e.size()), dwte_p(wte_p.size(), 0.0f);
   tp1d::vocab_parallel_embedding_forward(ctx, world.comm(), e_p.data(), tokens.data(), wte_p.data(), N, C, v0, Vp);
   tp1d::vocab_parallel_embedding_backward(ctx, dwte_p.data(), dout.data(), tokens.data(), N, C, v0, Vp);
-  const double emb = std::max(
+  const double emb = equivalence::worse(
       rel_error(e_p, e), rel_error(dwte_p, std::vector<float>(dwte.begin() + v0 * C, dwte.begin() + (v0 + Vp) * C)));
   report(tag("L2 vocab-parallel embedding: worst of out, dwte"), emb);
 
@@ -197,7 +197,7 @@ TEST_CASE("1D vocab-parallel embedding and cross-entropy equal the serial ones (
                               v0, V);
   for (int n = 0; n < N; ++n)
     dlog_ref.insert(dlog_ref.end(), dlog.begin() + n * V + v0, dlog.begin() + n * V + v0 + Vp);
-  const double ce = std::max(rel_error(losses_p, losses), rel_error(dlog_p, dlog_ref));
+  const double ce = equivalence::worse(rel_error(losses_p, losses), rel_error(dlog_p, dlog_ref));
   report(tag("L2 vocab-parallel cross-entropy: worst of losses, dlogits"), ce);
   MPI_REQUIRE(emb <= 1e-5);
   MPI_REQUIRE(ce <= 1e-5);

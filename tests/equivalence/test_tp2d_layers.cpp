@@ -42,17 +42,11 @@ std::vector<float> column_sum(const comm::Grid2D& g, std::vector<float> share) {
   return share;
 }
 
-// The largest of every rank's error, for the report line.
-double worst_over_ranks(double e) {
-  mpi_test::world().comm().all_reduce(&e, 1, comm::ReduceOp::max);
-  return e;
-}
-
 // Reports one comparison under "2D <what> q=<q>" and returns this rank's error.
 double check(const comm::Grid2D& g, const std::string& what, const std::vector<float>& got,
              const std::vector<float>& want) {
   const double e = rel_error(got, want);
-  report("L2 2D " + what + " q=" + std::to_string(g.q()), worst_over_ranks(e));
+  report("L2 2D " + what + " q=" + std::to_string(g.q()), equivalence::worst_over_ranks(e));
   return e;
 }
 
@@ -84,7 +78,7 @@ TEST_CASE("2D LayerNorm equals serial LayerNorm: out, mean, rstd, dinp, dweight,
   tp2d::layernorm_2d_backward(ctx, g, dinp_b.data(), dw_j.data(), db_j.data(), dout_b.data(), inp_b.data(), w_j.data(),
                               mean_b.data(), rstd_b.data(), N, C);
 
-  const double e = std::max({check(g, "LayerNorm out", out_b, equivalence::grid_block(out, N, C, g)),
+  const double e = equivalence::worst_of({check(g, "LayerNorm out", out_b, equivalence::grid_block(out, N, C, g)),
                              check(g, "LayerNorm mean", mean_b, part(mean, s.q, g.i())),
                              check(g, "LayerNorm rstd", rstd_b, part(rstd, s.q, g.i())),
                              check(g, "LayerNorm dinp", dinp_b, equivalence::grid_block(dinp, N, C, g)),
@@ -113,7 +107,7 @@ TEST_CASE("2D linear equals the serial linear: out, dinp, dW, dbias", "[tp2d_lay
   tp2d::linear_2d_backward(ctx, g, dinp_b.data(), dw_b.data(), db_j.data(), dout_b.data(), inp_b.data(), w_b.data(), N,
                            C, OC);
 
-  const double e = std::max({check(g, "linear out", out_b, equivalence::grid_block(out, N, OC, g)),
+  const double e = equivalence::worst_of({check(g, "linear out", out_b, equivalence::grid_block(out, N, OC, g)),
                              check(g, "linear dinp", dinp_b, equivalence::grid_block(dinp, N, C, g)),
                              check(g, "linear dW", dw_b, equivalence::grid_block(dw, C, OC, g)),
                              check(g, "linear dbias (column-summed)", column_sum(g, db_j), part(db, s.q, g.j()))});
@@ -193,7 +187,7 @@ TEST_CASE("2D attention (SUMMA c_attn, local attention per batch block and head 
   tp2d::linear_2d_backward(ctx, g, dx_b.data(), dwa.data(), dba.data(), d_qkv_b.data(), x_b.data(), wa.data(), N, C,
                            3 * C);
 
-  const double e = std::max(
+  const double e = equivalence::worst_of(
       {check(g, "attention out", y_b, equivalence::grid_block(y, N, C, g)),
        check(g, "attention dinp", dx_b, equivalence::grid_block(dx, N, C, g)),
        check(g, "attention d c_attn.weight", dwa, shard_of(dw_attn, ParamKind::attn_qkv_weight, {C, 3 * C}, g)),
@@ -239,7 +233,7 @@ TEST_CASE("2D MLP (SUMMA c_fc, GELU on the tile, SUMMA c_proj) equals the serial
   core::gelu_backward(ctx, dh_b.data(), h_b.data(), dhg_b.data(), int64_t{s.Nb} * Fb);
   tp2d::linear_2d_backward(ctx, g, dx_b.data(), dwf.data(), dbf.data(), dh_b.data(), x_b.data(), wf.data(), N, C, F);
 
-  const double e = std::max(
+  const double e = equivalence::worst_of(
       {check(g, "MLP out", y_b, equivalence::grid_block(y, N, C, g)),
        check(g, "MLP dinp", dx_b, equivalence::grid_block(dx, N, C, g)),
        check(g, "MLP d c_fc.weight", dwf, shard_of(dw_fc, ParamKind::mlp_fc_weight, {C, F}, g)),
@@ -270,7 +264,7 @@ TEST_CASE("2D embedding equals the serial embedding: out and dwte, with the stat
   tp2d::embedding_2d_backward(ctx, g, dwte_b.data(), dout_b.data(), tokens.data(), N, C, V);
   const auto sent = ledger.since(before);
 
-  const double e = std::max({check(g, "embedding out", out_b, equivalence::grid_block(out, N, C, g)),
+  const double e = equivalence::worst_of({check(g, "embedding out", out_b, equivalence::grid_block(out, N, C, g)),
                              check(g, "embedding dwte (my block)", dwte_b, equivalence::grid_block(dwte, V, C, g))});
   MPI_REQUIRE(e <= 1e-5);
   const int64_t bytes = int64_t{N} * s.Cb * int64_t{sizeof(float)};
@@ -300,7 +294,7 @@ TEST_CASE("2D vocab-parallel cross-entropy equals the serial loss: losses and dl
   core::crossentropy_backward(ctx, dlog_b.data(), logits_b.data(), mx_b.data(), se_b.data(), targets_i.data(), 1.0f / N,
                               s.Nb, Vb, g.j() * Vb, V_real);
 
-  const double e = std::max({check(g, "cross-entropy losses", losses_b, part(losses, s.q, g.i())),
+  const double e = equivalence::worst_of({check(g, "cross-entropy losses", losses_b, part(losses, s.q, g.i())),
                              check(g, "cross-entropy dlogits", dlog_b, equivalence::grid_block(dlog, N, V, g))});
   MPI_REQUIRE(e <= 1e-5);
 }

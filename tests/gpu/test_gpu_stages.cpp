@@ -61,19 +61,18 @@ std::vector<float> host_copy(const core::Context& ctx, const core::Buffer& b) {
 // from each model's own memory; `which` picks the value or the gradient. Prints the worst.
 template <typename Model, typename Which>
 double worst_param_error(const Model& gpu, const Model& cpu, Which which, const std::string& what) {
-  double worst = 0.0;
-  std::string worst_name;
+  equivalence::WorstError worst;
   comm::Communicator& host = mpi_test::world().comm();
   for (size_t i = 0; i < gpu.params().tensors.size(); ++i) {
     const auto& g = gpu.params().tensors[i];
     const auto& c = cpu.params().tensors[i];
     const auto full_g = model::gather_canonical(gpu.context(), g, which(g), host, gpu.spec_of());
     const auto full_c = model::gather_canonical(cpu.context(), c, which(c), host, cpu.spec_of());
-    const double e = rel_error(comparable_part(g.info, full_g), comparable_part(c.info, full_c));
-    if (e > worst || worst_name.empty()) worst = e, worst_name = equivalence::compared_name(g.info);
+    worst.add(rel_error(comparable_part(g.info, full_g), comparable_part(c.info, full_c)),
+              equivalence::compared_name(g.info));
   }
-  report(what + " (worst: " + worst_name + ")", worst);
-  return worst;
+  report(what + " (worst: " + worst.name + ")", worst.value);
+  return worst.value;
 }
 
 // The initial parameters, gathered from the GPU, equal the CPU's bit for bit.
@@ -135,7 +134,7 @@ void check_five_steps(Model& gpu, Model& cpu, int B, int T, const std::string& l
     gpu.params().zero_grads(), cpu.params().zero_grads();
     const float lg = gpu.forward(in.data(), tg.data(), B, T, static_cast<uint32_t>(step));
     const float lc = cpu.forward(in.data(), tg.data(), B, T, static_cast<uint32_t>(step));
-    worst_loss = std::max(worst_loss, std::abs(static_cast<double>(lg) - lc) / std::abs(static_cast<double>(lc)));
+    worst_loss = equivalence::worse(worst_loss, std::abs(static_cast<double>(lg) - lc) / std::abs(static_cast<double>(lc)));
     gpu.backward(), cpu.backward();
     gpu.clip_gradients(0.5f), cpu.clip_gradients(0.5f);
     opt_g.update(gpu.params(), 3e-3f), opt_c.update(cpu.params(), 3e-3f);
