@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int N = B * T, F = 4 * C;
+  const float eps = 1e-5f;  // GPT-2's layer_norm_epsilon
   MemoryLedger ledger;
   Context ctx = cpu_context(ledger);
   using MC = MemoryCategory;
@@ -126,7 +127,7 @@ int main(int argc, char** argv) {
     OpTimer& use = rep == 0 ? warm : timer;
     // forward
     use.run("fwd layernorm_1", [&] {
-      layernorm_forward(ctx, ln1.data(), m1.data(), r1.data(), x.data(), ln1w.data(), ln1b.data(), N, C);
+      layernorm_forward(ctx, ln1.data(), m1.data(), r1.data(), x.data(), ln1w.data(), ln1b.data(), N, C, eps);
     });
     use.run("fwd linear qkv",
             [&] { linear_forward(ctx, qkv.data(), ln1.data(), wqkv.data(), bqkv.data(), N, C, 3 * C); });
@@ -136,7 +137,7 @@ int main(int argc, char** argv) {
             [&] { linear_forward(ctx, proj.data(), atty.data(), wproj.data(), bproj.data(), N, C, C); });
     use.run("fwd residual_1", [&] { residual_forward(ctx, res1.data(), x.data(), proj.data(), int64_t{N} * C); });
     use.run("fwd layernorm_2", [&] {
-      layernorm_forward(ctx, ln2.data(), m2.data(), r2.data(), res1.data(), ln2w.data(), ln2b.data(), N, C);
+      layernorm_forward(ctx, ln2.data(), m2.data(), r2.data(), res1.data(), ln2w.data(), ln2b.data(), N, C, eps);
     });
     use.run("fwd linear mlp.c_fc",
             [&] { linear_forward(ctx, fc.data(), ln2.data(), wfc.data(), bfc.data(), N, C, F); });

@@ -18,8 +18,6 @@
 
 namespace optimus::core {
 
-inline constexpr float kLayerNormEps = 1e-5f;
-
 // ---- matrix products (OpenBLAS on the CPU, cuBLAS on the GPU) ---------------------------------
 
 enum class Trans { no, yes };
@@ -51,11 +49,14 @@ void bias_add_forward(const Context& ctx, float* out, const float* bias, int N, 
 /// dbias (OC) += column sums of dout (N, OC).
 void bias_add_backward(const Context& ctx, float* dbias, const float* dout, int N, int OC);
 
-// ---- LayerNorm (two-pass statistics, eps = 1e-5) ----------------------------------------------
+// ---- LayerNorm (two-pass statistics) ----------------------------------------------------------
+// eps is the model's layer_norm_epsilon (GPTConfig, read from config.json; GPT-2 uses 1e-5). Only
+// the forward pieces take it: the backward works from the rstd the forward saved.
 
-/// out (N, C) = (inp - mean) * rstd * weight + bias, per row; mean (N) and rstd (N) are kept for backward.
+/// out (N, C) = (inp - mean) * rstd * weight + bias, per row, with rstd = 1 / sqrt(var + eps);
+/// mean (N) and rstd (N) are kept for backward.
 void layernorm_forward(const Context& ctx, float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, int N, int C);
+                       const float* bias, int N, int C, float eps);
 /// dinp (N, C), dweight (C), dbias (C) += gradients, given the saved mean and rstd.
 void layernorm_backward(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C);
@@ -69,7 +70,8 @@ void layernorm_partial_sqdev(const Context& ctx, float* sqdev, const float* inp,
 /// From full-row sum and sqdev: mean = sum / C_total, rstd = 1 / sqrt(sqdev / C_total + eps), and
 /// out = (inp - mean) * rstd * weight + bias on the local columns. mean may alias sum, rstd sqdev.
 void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rstd, const float* inp, const float* sum,
-                         const float* sqdev, const float* weight, const float* bias, int N, int C, int C_total);
+                         const float* sqdev, const float* weight, const float* bias, int N, int C, int C_total,
+                         float eps);
 /// With g = dout * weight and xhat = (inp - mean) * rstd: sum_g (N) = Σ_c g, sum_gx (N) = Σ_c g * xhat
 /// over the local columns.
 void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx, const float* dout, const float* inp,

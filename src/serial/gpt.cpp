@@ -100,7 +100,8 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
 
   // Final LayerNorm, tied LM head (logits = lnf · wteᵀ), cross-entropy.
   core::layernorm_forward(ctx_, acts_.lnf.data(), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), x,
-                          params_.value("transformer.ln_f.weight"), params_.value("transformer.ln_f.bias"), N, C);
+                          params_.value("transformer.ln_f.weight"), params_.value("transformer.ln_f.bias"), N, C,
+                          config_.layer_norm_epsilon);
   core::matmul(ctx_, acts_.logits.data(), acts_.lnf.data(), wte, N, V, C, Trans::no, Trans::yes);
   core::crossentropy_forward(ctx_, acts_.losses.data(), acts_.ce_max.data(), acts_.ce_sumexp.data(),
                              acts_.logits.data(), acts_.targets.data(), N, V, V);
@@ -116,7 +117,7 @@ void GPT::block_forward(int l, const float* x) {
   const std::string h = "transformer.h." + std::to_string(l) + ".";
 
   core::layernorm_forward(ctx_, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, params_.value(h + "ln_1.weight"),
-                          params_.value(h + "ln_1.bias"), N, C);
+                          params_.value(h + "ln_1.bias"), N, C, config_.layer_norm_epsilon);
   core::linear_forward(ctx_, a.qkv.data(), a.ln1.data(), params_.value(h + "attn.c_attn.weight"),
                        params_.value(h + "attn.c_attn.bias"), N, C, 3 * C);
   core::attention_forward(ctx_, a.atty.data(), a.att.data(), a.qkv.data(), B, T, C, NH,
@@ -127,7 +128,8 @@ void GPT::block_forward(int l, const float* x) {
   core::residual_forward(ctx_, a.res1.data(), x, a.attproj.data(), int64_t{N} * C);
 
   core::layernorm_forward(ctx_, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(),
-                          params_.value(h + "ln_2.weight"), params_.value(h + "ln_2.bias"), N, C);
+                          params_.value(h + "ln_2.weight"), params_.value(h + "ln_2.bias"), N, C,
+                          config_.layer_norm_epsilon);
   core::linear_forward(ctx_, a.fch.data(), a.ln2.data(), params_.value(h + "mlp.c_fc.weight"),
                        params_.value(h + "mlp.c_fc.bias"), N, C, F);
   core::gelu_forward(ctx_, a.fch_gelu.data(), a.fch.data(), int64_t{N} * F);

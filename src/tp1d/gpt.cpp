@@ -114,7 +114,8 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
 
   // Final LayerNorm (replicated), f, my vocabulary's logits, vocab-parallel cross-entropy.
   core::layernorm_forward(ctx_, acts_.lnf.data(), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), x,
-                          params_.value("transformer.ln_f.weight"), params_.value("transformer.ln_f.bias"), N, C);
+                          params_.value("transformer.ln_f.weight"), params_.value("transformer.ln_f.bias"), N, C,
+                          config_.layer_norm_epsilon);
   f_forward();
   core::matmul(ctx_, acts_.logits.data(), acts_.lnf.data(), wte, N, Vp, C, Trans::no, Trans::yes);
   model::vocab_parallel_cross_entropy_forward(ctx_, tp(), acts_.losses.data(), acts_.ce_max.data(),
@@ -133,7 +134,7 @@ void GPT::block_forward(int l, const float* x) {
 
   // Attention: f → column-parallel c_attn (my heads) → local attention → row-parallel c_proj → g → bias.
   core::layernorm_forward(ctx_, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, params_.value(h + "ln_1.weight"),
-                          params_.value(h + "ln_1.bias"), N, C);
+                          params_.value(h + "ln_1.bias"), N, C, config_.layer_norm_epsilon);
   column_parallel_linear_forward(ctx_, a.qkv.data(), a.ln1.data(), params_.value(h + "attn.c_attn.weight"),
                                  params_.value(h + "attn.c_attn.bias"), N, C, 3 * Cp);
   core::attention_forward(ctx_, a.atty.data(), a.att.data(), a.qkv.data(), B, T, Cp, NHp,
@@ -145,7 +146,8 @@ void GPT::block_forward(int l, const float* x) {
 
   // MLP: f → column-parallel c_fc (F/p columns) → GELU → row-parallel c_proj → g → bias.
   core::layernorm_forward(ctx_, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(),
-                          params_.value(h + "ln_2.weight"), params_.value(h + "ln_2.bias"), N, C);
+                          params_.value(h + "ln_2.weight"), params_.value(h + "ln_2.bias"), N, C,
+                          config_.layer_norm_epsilon);
   column_parallel_linear_forward(ctx_, a.fch.data(), a.ln2.data(), params_.value(h + "mlp.c_fc.weight"),
                                  params_.value(h + "mlp.c_fc.bias"), N, C, Fp);
   core::gelu_forward(ctx_, a.fch_gelu.data(), a.fch.data(), int64_t{N} * Fp);

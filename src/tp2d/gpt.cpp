@@ -146,7 +146,8 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   // Final LayerNorm (row statistics), tied LM head by SUMMA A·Bᵀ (logits of batch block i for
   // vocabulary block j), vocab-parallel cross-entropy along the row.
   layernorm_2d_forward(ctx_, grid_, acts_.lnf.data(), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), x,
-                       params_.value("transformer.ln_f.weight"), params_.value("transformer.ln_f.bias"), N, C);
+                       params_.value("transformer.ln_f.weight"), params_.value("transformer.ln_f.bias"), N, C,
+                       config_.layer_norm_epsilon);
   summa_abt(ctx_, grid_, acts_.logits.data(), acts_.lnf.data(), wte, N, V, C);  // (N, V) = (N, C)·(V, C)ᵀ
   vocab_parallel_cross_entropy_2d(ctx_, grid_, acts_.losses.data(), acts_.ce_max.data(), acts_.ce_sumexp.data(),
                                   acts_.ce_target.data(), acts_.logits.data(), acts_.targets.data(), N, V,
@@ -168,7 +169,8 @@ void GPT::block_forward(int l, const float* x) {
   // Attention: LayerNorm → c_attn by SUMMA (head group j's Q, K, V for batch block i) → attention
   // on my (sequence, head) pairs, no communication → c_proj by SUMMA → bias → dropout → residual.
   layernorm_2d_forward(ctx_, grid_, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x,
-                       params_.value(h + "ln_1.weight"), params_.value(h + "ln_1.bias"), N, C);
+                       params_.value(h + "ln_1.weight"), params_.value(h + "ln_1.bias"), N, C,
+                       config_.layer_norm_epsilon);
   linear_2d_forward(ctx_, grid_, a.qkv.data(), a.ln1.data(), params_.value(h + "attn.c_attn.weight"),
                     params_.value(h + "attn.c_attn.bias"), N, C, 3 * C);
   core::attention_forward(ctx_, a.atty.data(), a.att.data(), a.qkv.data(), B / q_, T, Cb, NHb,
@@ -180,7 +182,8 @@ void GPT::block_forward(int l, const float* x) {
 
   // MLP: LayerNorm → c_fc by SUMMA → GELU on my tile → c_proj by SUMMA → bias → dropout → residual.
   layernorm_2d_forward(ctx_, grid_, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(),
-                       params_.value(h + "ln_2.weight"), params_.value(h + "ln_2.bias"), N, C);
+                       params_.value(h + "ln_2.weight"), params_.value(h + "ln_2.bias"), N, C,
+                       config_.layer_norm_epsilon);
   linear_2d_forward(ctx_, grid_, a.fch.data(), a.ln2.data(), params_.value(h + "mlp.c_fc.weight"),
                     params_.value(h + "mlp.c_fc.bias"), N, C, F);
   core::gelu_forward(ctx_, a.fch_gelu.data(), a.fch.data(), int64_t{Nb} * Fb);

@@ -19,13 +19,13 @@ core::Buffer comm_buffer(const core::Context& ctx, int64_t rows, int64_t cols) {
 // ---- LayerNorm ----------------------------------------------------------------------------------
 
 void layernorm_2d_forward(const core::Context& ctx, const comm::Grid2D& grid, float* out, float* mean, float* rstd,
-                          const float* inp, const float* weight, const float* bias, int N, int C) {
+                          const float* inp, const float* weight, const float* bias, int N, int C, float eps) {
   const int Nb = N / grid.q(), Cb = C / grid.q();
   core::layernorm_partial_sum(ctx, mean, inp, Nb, Cb);
   grid.row_comm().all_reduce(mean, Nb);  // the row sum over all C columns
   core::layernorm_partial_sqdev(ctx, rstd, inp, mean, Nb, Cb, C);
   grid.row_comm().all_reduce(rstd, Nb);  // Σ (x − mean)² over all C columns
-  core::layernorm_normalize(ctx, out, mean, rstd, inp, mean, rstd, weight, bias, Nb, Cb, C);
+  core::layernorm_normalize(ctx, out, mean, rstd, inp, mean, rstd, weight, bias, Nb, Cb, C, eps);
 }
 
 void layernorm_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, float* dinp, float* dweight,

@@ -16,11 +16,11 @@
 namespace optimus::tp2d {
 
 /// out, inp (N/q, C/q); mean, rstd (N/q): the statistics of my rows over the WHOLE row of C
-/// columns; weight, bias (C/q): column j's slice. Two-pass like the serial kernel: partial sums →
-/// all-reduce → partial squared deviations → all-reduce → normalise.
+/// columns; weight, bias (C/q): column j's slice; eps the model's layer_norm_epsilon. Two-pass like
+/// the serial kernel: partial sums → all-reduce → partial squared deviations → all-reduce → normalise.
 /// Communication: 2 all-reduces on "row" of (N/q)·4 bytes.
 void layernorm_2d_forward(const core::Context& ctx, const comm::Grid2D& grid, float* out, float* mean, float* rstd,
-                          const float* inp, const float* weight, const float* bias, int N, int C);
+                          const float* inp, const float* weight, const float* bias, int N, int C, float eps);
 /// dinp (N/q, C/q) += gradient; dweight, dbias (C/q) += my rows' share (see the file comment).
 /// Σ g and Σ g·x̂ over the row travel together: ONE all-reduce on "row" of 2·(N/q)·4 bytes.
 /// Scratch: 2·N/q floats (communication).

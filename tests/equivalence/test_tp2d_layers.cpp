@@ -62,10 +62,11 @@ TEST_CASE("2D LayerNorm equals serial LayerNorm: out, mean, rstd, dinp, dweight,
   const auto ctx = core::cpu_context();
   const Sizes s(g.q());
   const int N = s.N, C = s.C;
+  const float eps = 0.25f;  // not GPT-2's 1e-5: the 2D pieces must pass the caller's eps on
   const auto inp = normal(int64_t{N} * C, 2.0f, 1), w = normal(C, 1.0f, 2), b = normal(C, 1.0f, 3);
   const auto dout = normal(int64_t{N} * C, 1.0f, 4);
   std::vector<float> out(inp.size()), mean(N), rstd(N), dinp(inp.size(), 0.0f), dw(C, 0.0f), db(C, 0.0f);
-  core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C);
+  core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C, eps);
   core::layernorm_backward(ctx, dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), mean.data(),
                            rstd.data(), N, C);
 
@@ -74,7 +75,7 @@ TEST_CASE("2D LayerNorm equals serial LayerNorm: out, mean, rstd, dinp, dweight,
   std::vector<float> out_b(inp_b.size()), mean_b(s.Nb), rstd_b(s.Nb), dinp_b(inp_b.size(), 0.0f);
   std::vector<float> dw_j(s.Cb, 0.0f), db_j(s.Cb, 0.0f);
   tp2d::layernorm_2d_forward(ctx, g, out_b.data(), mean_b.data(), rstd_b.data(), inp_b.data(), w_j.data(), b_j.data(),
-                             N, C);
+                             N, C, eps);
   tp2d::layernorm_2d_backward(ctx, g, dinp_b.data(), dw_j.data(), db_j.data(), dout_b.data(), inp_b.data(), w_j.data(),
                               mean_b.data(), rstd_b.data(), N, C);
 

@@ -135,13 +135,14 @@ TEST_CASE("bias add forward and backward equal the CPU", "[gpu][matmul]") {
 TEST_CASE("layernorm forward and backward equal the CPU", "[gpu][layernorm]") {
   for (int C : {75, 1000}) {
     const int N = 37;
+    const float eps = C == 75 ? 0.5f : 1e-5f;  // the model's layer_norm_epsilon, GPT-2's or not
     INFO("C " << C);
     const auto x = random_normal(N * C, 22, 2.0f), w = random_normal(C, 23), b = random_normal(C, 24);
     const auto dout = random_normal(N * C, 25);
     const auto dx0 = random_normal(N * C, 26), dw0 = random_normal(C, 27), db0 = random_normal(C, 28);
     std::vector<float> out_cpu = poisoned(N * C), mean_cpu = poisoned(N), rstd_cpu = poisoned(N);
-    core::layernorm_forward(cpu(), out_cpu.data(), mean_cpu.data(), rstd_cpu.data(), x.data(), w.data(), b.data(), N,
-                            C);
+    core::layernorm_forward(cpu(), out_cpu.data(), mean_cpu.data(), rstd_cpu.data(), x.data(), w.data(), b.data(), N, C,
+                            eps);
     std::vector<float> dx_cpu = dx0, dw_cpu = dw0, db_cpu = db0;
     core::layernorm_backward(cpu(), dx_cpu.data(), dw_cpu.data(), db_cpu.data(), dout.data(), x.data(), w.data(),
                              mean_cpu.data(), rstd_cpu.data(), N, C);
@@ -149,7 +150,7 @@ TEST_CASE("layernorm forward and backward equal the CPU", "[gpu][layernorm]") {
     auto d_x = to_device(x), d_w = to_device(w), d_b = to_device(b), d_dout = to_device(dout);
     auto d_out = to_device(poisoned(N * C)), d_mean = to_device(poisoned(N)), d_rstd = to_device(poisoned(N));
     core::layernorm_forward(cuda(), d_out.data(), d_mean.data(), d_rstd.data(), d_x.data(), d_w.data(), d_b.data(), N,
-                            C);
+                            C, eps);
     CHECK(agree(to_host(d_out), out_cpu));
     CHECK(agree(to_host(d_mean), mean_cpu));
     CHECK(agree(to_host(d_rstd), rstd_cpu));
@@ -167,6 +168,7 @@ TEST_CASE("layernorm forward and backward equal the CPU", "[gpu][layernorm]") {
 TEST_CASE("layernorm pieces on a block of columns equal the CPU, aliases included", "[gpu][layernorm]") {
   // A rank's 40 columns of rows 120 wide: the statistics come from the whole row (given here).
   const int N = 29, C = 40, C_total = 120;
+  const float eps = 0.25f;  // not GPT-2's 1e-5, so a kernel that ignored it would differ
   const auto x = random_normal(N * C, 30, 1.5f), w = random_normal(C, 31), b = random_normal(C, 32);
   const auto row_sum = random_normal(N, 33, 10.0f), row_sqdev = positive(N, 34);
   auto d_x = to_device(x), d_w = to_device(w), d_b = to_device(b);
@@ -183,10 +185,10 @@ TEST_CASE("layernorm pieces on a block of columns equal the CPU, aliases include
   // normalize with mean aliasing sum and rstd aliasing sqdev, as layernorm_forward calls it
   std::vector<float> out_cpu = poisoned(N * C), stat1_cpu = row_sum, stat2_cpu = row_sqdev;
   core::layernorm_normalize(cpu(), out_cpu.data(), stat1_cpu.data(), stat2_cpu.data(), x.data(), stat1_cpu.data(),
-                            stat2_cpu.data(), w.data(), b.data(), N, C, C_total);
+                            stat2_cpu.data(), w.data(), b.data(), N, C, C_total, eps);
   auto d_out = to_device(poisoned(N * C)), d_stat1 = to_device(row_sum), d_stat2 = to_device(row_sqdev);
   core::layernorm_normalize(cuda(), d_out.data(), d_stat1.data(), d_stat2.data(), d_x.data(), d_stat1.data(),
-                            d_stat2.data(), d_w.data(), d_b.data(), N, C, C_total);
+                            d_stat2.data(), d_w.data(), d_b.data(), N, C, C_total, eps);
   CHECK(agree(to_host(d_out), out_cpu));
   CHECK(identical(to_host(d_stat1), stat1_cpu));  // one division each
   CHECK(identical(to_host(d_stat2), stat2_cpu));  // IEEE division and square root on both

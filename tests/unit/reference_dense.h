@@ -64,7 +64,7 @@ struct LayerNormOut {
 };
 
 /// out (N, C) = (x - mean) / sqrt(var + eps) * weight + bias per row, var the biased variance.
-inline LayerNormOut layernorm(const Vec& inp, const Vec& weight, const Vec& bias, int N, int C, double eps = 1e-5) {
+inline LayerNormOut layernorm(const Vec& inp, const Vec& weight, const Vec& bias, int N, int C, double eps) {
   LayerNormOut r{Vec(static_cast<size_t>(N) * C), Vec(static_cast<size_t>(N)), Vec(static_cast<size_t>(N))};
   for (int n = 0; n < N; ++n) {
     const double* x = inp.data() + static_cast<size_t>(n) * C;

@@ -19,6 +19,8 @@ using testing::rel_error;
 using testing::to_double;
 using testing::weighted_sum;
 
+constexpr float kEps = 1e-5f;  // GPT-2's layer_norm_epsilon
+
 // A shifted, scaled input so the mean and variance are not trivially 0 and 1.
 std::vector<float> layernorm_input(int n, uint32_t salt) {
   auto x = random_normal(n, salt, 2.0f);
@@ -45,8 +47,9 @@ TEST_CASE("layernorm forward matches the float64 reference (out, mean, rstd)", "
   const int N = 7, C = 19;
   const auto inp = layernorm_input(N * C, 1), weight = random_normal(C, 2), bias = random_normal(C, 3);
   std::vector<float> out(N * C), mean(N), rstd(N);
-  core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C);
-  const auto want = testing::ref::layernorm(to_double(inp), to_double(weight), to_double(bias), N, C);
+  core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C,
+                          kEps);
+  const auto want = testing::ref::layernorm(to_double(inp), to_double(weight), to_double(bias), N, C, kEps);
   const double err_out = rel_error(out, want.out), err_mean = rel_error(mean, want.mean);
   const double err_rstd = rel_error(rstd, want.rstd);
   INFO(testing::ref::side_by_side(out, want.out));
@@ -56,20 +59,44 @@ TEST_CASE("layernorm forward matches the float64 reference (out, mean, rstd)", "
   CHECK(err_rstd <= 1e-5);
 }
 
+TEST_CASE("layernorm forward uses the eps it is given (0.5 and 1e-3, not GPT-2's 1e-5)", "[ops]") {
+  const auto ctx = core::cpu_context();
+  const int N = 5, C = 16;
+  // A small input, so that eps is not negligible beside the variance.
+  const auto inp = random_normal(N * C, 16, 0.3f);
+  const auto weight = random_normal(C, 17), bias = random_normal(C, 18);
+  for (float eps : {0.5f, 1e-3f}) {
+    CAPTURE(eps);
+    std::vector<float> out(N * C), mean(N), rstd(N);
+    core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C,
+                            eps);
+    const auto want = testing::ref::layernorm(to_double(inp), to_double(weight), to_double(bias), N, C, eps);
+    const auto gpt2 = testing::ref::layernorm(to_double(inp), to_double(weight), to_double(bias), N, C, 1e-5);
+    const double err_out = rel_error(out, want.out), err_rstd = rel_error(rstd, want.rstd);
+    const double off_gpt2 = rel_error(rstd, gpt2.rstd);
+    INFO(testing::ref::side_by_side(rstd, want.rstd));
+    CAPTURE(err_out, err_rstd, off_gpt2);
+    CHECK(err_out <= 1e-5);
+    CHECK(err_rstd <= 1e-5);
+    CHECK(off_gpt2 > 1e-3);  // the test would notice an op that kept 1e-5
+  }
+}
+
 TEST_CASE("layernorm backward matches finite differences of the float64 reference", "[ops]") {
   const auto ctx = core::cpu_context();
   const int N = 5, C = 11;
   const auto inp = layernorm_input(N * C, 4), weight = random_normal(C, 5), bias = random_normal(C, 6);
   const auto w = random_normal(N * C, 7);
   std::vector<float> out(N * C), mean(N), rstd(N);
-  core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C);
+  core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C,
+                          kEps);
   std::vector<float> dinp(N * C, 0.0f), dweight(C, 0.0f), dbias(C, 0.0f);
   core::layernorm_backward(ctx, dinp.data(), dweight.data(), dbias.data(), w.data(), inp.data(), weight.data(),
                            mean.data(), rstd.data(), N, C);
 
   const auto xd = to_double(inp), wtd = to_double(weight), bd = to_double(bias), wd = to_double(w);
   auto loss = [&](const std::vector<double>& x, const std::vector<double>& W, const std::vector<double>& b) {
-    return weighted_sum(testing::ref::layernorm(x, W, b, N, C).out, wd);
+    return weighted_sum(testing::ref::layernorm(x, W, b, N, C, kEps).out, wd);
   };
   const auto want_dinp = finite_difference([&](const auto& x) { return loss(x, wtd, bd); }, xd);
   const auto want_dweight = finite_difference([&](const auto& W) { return loss(xd, W, bd); }, wtd);
@@ -93,7 +120,8 @@ TEST_CASE("layernorm pieces over 2 and 3 column blocks, summed by hand, give the
 
   // The composite.
   std::vector<float> out(N * C), mean(N), rstd(N);
-  core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C);
+  core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C,
+                          kEps);
   std::vector<float> dinp(N * C, 0.0f), dweight(C, 0.0f), dbias(C, 0.0f);
   core::layernorm_backward(ctx, dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(),
                            mean.data(), rstd.data(), N, C);
@@ -126,7 +154,7 @@ TEST_CASE("layernorm pieces over 2 and 3 column blocks, summed by hand, give the
     for (int j = 0; j < blocks; ++j) {
       std::vector<float> out_j(static_cast<size_t>(N) * widths[j]);
       core::layernorm_normalize(ctx, out_j.data(), mean_split.data(), rstd_split.data(), x[j].data(), sum.data(),
-                                sqdev.data(), wt[j].data(), bs[j].data(), N, widths[j], C);
+                                sqdev.data(), wt[j].data(), bs[j].data(), N, widths[j], C, kEps);
       put_column_block(out_split, out_j, N, C, c0[j], widths[j]);
     }
 
@@ -169,7 +197,8 @@ TEST_CASE("layernorm backward accumulates: a second call doubles every gradient,
   const auto inp = layernorm_input(N * C, 12), weight = random_normal(C, 13), bias = random_normal(C, 14);
   const auto dout = random_normal(N * C, 15);
   std::vector<float> out(N * C), mean(N), rstd(N);
-  core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C);
+  core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C,
+                          kEps);
   std::vector<float> dinp(N * C, 0.0f), dweight(C, 0.0f), dbias(C, 0.0f);
   core::layernorm_backward(ctx, dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(),
                            mean.data(), rstd.data(), N, C);

@@ -1,4 +1,4 @@
-// LayerNorm on the CPU (DESIGN §8, §9): two-pass statistics in float, eps = kLayerNormEps.
+// LayerNorm on the CPU (DESIGN §8, §9): two-pass statistics in float, eps from the caller.
 // The op comes in pieces that work on a block of a row's columns; layernorm_forward/backward are
 // those same pieces over the whole row (C_total = C). The 2D stage puts a row all-reduce between
 // the pieces, so the serial and the 2D LayerNorm run the same arithmetic on every column.
@@ -42,13 +42,15 @@ void layernorm_partial_sqdev(const Context& ctx, float* sqdev, const float* inp,
 }
 
 void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rstd, const float* inp, const float* sum,
-                         const float* sqdev, const float* weight, const float* bias, int N, int C, int C_total) {
-  OPTIMUS_DISPATCH(ctx, cuda::layernorm_normalize(ctx, out, mean, rstd, inp, sum, sqdev, weight, bias, N, C, C_total));
+                         const float* sqdev, const float* weight, const float* bias, int N, int C, int C_total,
+                         float eps) {
+  OPTIMUS_DISPATCH(ctx,
+                   cuda::layernorm_normalize(ctx, out, mean, rstd, inp, sum, sqdev, weight, bias, N, C, C_total, eps));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     // Read both statistics before writing either: mean may alias sum and rstd may alias sqdev.
     const float m = sum[n] / static_cast<float>(C_total);
-    const float r = 1.0f / std::sqrt(sqdev[n] / static_cast<float>(C_total) + kLayerNormEps);
+    const float r = 1.0f / std::sqrt(sqdev[n] / static_cast<float>(C_total) + eps);
     mean[n] = m;
     rstd[n] = r;
     const float* x = inp + static_cast<int64_t>(n) * C;  // (C)
@@ -124,12 +126,12 @@ void layernorm_backward_apply(const Context& ctx, float* dinp, float* dweight, f
 // ---- the serial composites: the pieces over whole rows ----------------------------------------
 
 void layernorm_forward(const Context& ctx, float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, int N, int C) {
+                       const float* bias, int N, int C, float eps) {
   // mean (N) holds the row sums and rstd (N) the squared deviations until normalize turns them
   // into the statistics (it allows that aliasing), so the composite needs no scratch.
   layernorm_partial_sum(ctx, mean, inp, N, C);
   layernorm_partial_sqdev(ctx, rstd, inp, mean, N, C, C);
-  layernorm_normalize(ctx, out, mean, rstd, inp, mean, rstd, weight, bias, N, C, C);
+  layernorm_normalize(ctx, out, mean, rstd, inp, mean, rstd, weight, bias, N, C, C, eps);
 }
 
 void layernorm_backward(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,

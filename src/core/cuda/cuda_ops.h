@@ -25,7 +25,8 @@ void layernorm_partial_sum(const Context& ctx, float* sum, const float* inp, int
 void layernorm_partial_sqdev(const Context& ctx, float* sqdev, const float* inp, const float* sum, int N, int C,
                              int C_total);
 void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rstd, const float* inp, const float* sum,
-                         const float* sqdev, const float* weight, const float* bias, int N, int C, int C_total);
+                         const float* sqdev, const float* weight, const float* bias, int N, int C, int C_total,
+                         float eps);
 void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx, const float* dout, const float* inp,
                                 const float* weight, const float* mean, const float* rstd, int N, int C);
 void layernorm_backward_apply(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,

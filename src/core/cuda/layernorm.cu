@@ -164,10 +164,10 @@ void layernorm_partial_sqdev(const Context& ctx, float* sqdev, const float* inp,
 }
 
 void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rstd, const float* inp, const float* sum,
-                         const float* sqdev, const float* weight, const float* bias, int N, int C, int C_total) {
+                         const float* sqdev, const float* weight, const float* bias, int N, int C, int C_total,
+                         float eps) {
   if (N == 0) return;
-  normalize_kernel<<<N, kBlock, 0, stream_of(ctx)>>>(out, mean, rstd, inp, sum, sqdev, weight, bias, C, C_total,
-                                                     kLayerNormEps);
+  normalize_kernel<<<N, kBlock, 0, stream_of(ctx)>>>(out, mean, rstd, inp, sum, sqdev, weight, bias, C, C_total, eps);
   OPTIMUS_CUDA_LAUNCH_CHECK();
 }
 
