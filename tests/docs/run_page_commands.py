@@ -1,0 +1,341 @@
+#!/usr/bin/python3
+"""Runs the shell commands of one documentation page as a reader would, and fails naming the page,
+the command and its output when one of them fails (ctest label docs).
+
+Which lines are commands. Only fenced code blocks (```) whose info string is empty or sh, bash,
+shell or console hold commands; ```cpp, ```python and the like never do. In such a block:
+  - a transcript (a block with a line starting with "$ "): each "$ " line starts a command, and
+    every other line is the output shown for it;
+  - otherwise, a block whose first line starts with a command word (build/, scripts/, .venv/bin/,
+    mpirun, mpiexec, cd, export, srun, sbatch, salloc, ctest, /usr/bin/python3, or NAME=value before
+    a command) is a list of commands, one per line; any other block (C++, pseudo-code, formulas, a
+    folder tree, output) holds none.
+A command goes on over the following lines while it is not yet complete shell syntax (a trailing
+backslash, an open quote, a here-document before its delimiter, a trailing && or |). A command
+whose shown output starts with "error:" is expected to fail: it must exit non-zero and print that
+line.
+
+What runs. The commands of a page run in page order, in one bash session (so cd, export and $?
+carry over, as in a reader's terminal), from a temporary copy of the repository: the files git
+lists (tracked and untracked, not ignored; the whole folder without git), with build/ a link to
+the build tree, .venv/ a link to the repository's, and data/fortunes made by scripts/prepare_corpus.
+Whatever a command writes under the repository (runs/, data/, bench/) lands in the copy, which is
+deleted at the end; folders the page names outside it (/tmp/c1run) are written as the page says,
+and those it writes with --out are removed before the page runs, as for a first-time reader.
+Each command runs as written except for:
+  - placeholders: FILE becomes a small text file the test makes (50 kB of the validation text), and
+    a "..." argument (standing for "your other flags") is dropped;
+  - scaling flags, listed in SCALE with their reason: each replaces the value of the same flag in
+    the command, or is appended (before a trailing comment);
+  - listed exceptions (EXCEPTIONS, each with its reason) are not run, only counted.
+A command expected to fail runs exactly as written. The exact text that runs is printed before it
+runs. build/ is a link, not a copy, because building again would take many minutes and the commands
+only read it (scripts/build finds it up to date). The environment adds what mpirun needs as root on
+a small machine (the OMPI_* variables of the chapters' "Run it") and one thread per process, as in
+every MPI test of the suite, and keeps Jupyter and matplotlib settings in the temporary folder.
+
+Usage: run_page_commands.py SOURCE_DIR BUILD_DIR PAGE        (PAGE relative to SOURCE_DIR)
+       run_page_commands.py --list PAGE                       prints the commands found, runs nothing
+"""
+
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+# A command matching one of these is not run; the reason is printed with it.
+EXCEPTIONS = [
+    (r"--device cuda", "needs a GPU"),
+    (r"\bscripts/gpu_check\.sh\b", "needs a GPU"),
+    (r"\b(srun|sbatch|salloc)\b|--hostfile|ppr:\d+:node", "needs a cluster (Slurm, or ranks on several nodes)"),
+    (r"\bscripts/bench(_1d|_2d)?\.sh\b", "a benchmark of several minutes that no flag scales down"),
+    (r"^scripts/test\b", "runs the whole test suite, this test included"),
+    (r"\bctest\b", "runs tests of this suite, which ctest runs on its own (this one included)"),
+]
+
+# Scaling: the first pattern that matches a command gives the flags that replace its own values of
+# the same flags, or are appended.
+SCALE = [
+    (r"\bscripts/run\b", "--steps 2 --eval-batches 1 --sample 20",
+     "600 steps (or the chapter's 400) become 2; one validation batch, a 20-byte sample"),
+    (r"\boptimus train\b.*--steps 200\b", "--batch 1 --eval-batches 1",
+     "200 steps are kept (later commands read step_000200), with one sequence per step"),
+    (r"\boptimus train\b(?!.*--steps)", "--steps 2 --eval-batches 1",
+     "the default 200 steps become 2"),
+]
+
+COMMAND_START = re.compile(
+    r"^(build/|scripts/|\.venv/bin/|mpirun\b|mpiexec\b|cd\b|export\b|srun\b|sbatch\b|salloc\b|ctest\b|"
+    r"/usr/bin/python3\b|[A-Z_][A-Z0-9_]*=\S*\s)")
+SHELL_INFO = {"", "sh", "bash", "shell", "console"}
+COMMAND_TIMEOUT_S = 180  # below the ctest TIMEOUT, so a command that hangs is named
+
+
+def is_complete(text):
+    """Whether text is complete shell syntax (bash -n), so the command ends on this line."""
+    if text.rstrip().endswith("\\"):
+        return False
+    check = subprocess.run(["bash", "-n"], input=text + "\n", capture_output=True, text=True)
+    return check.returncode == 0 and "delimited by end-of-file" not in check.stderr
+
+
+def fenced_blocks(lines):
+    """Yields (info string, first line number, the block's lines) of each fenced block; a block
+    indented in a list loses the fence's indentation."""
+    k = 0
+    while k < len(lines):
+        m = re.match(r"^(\s*)```\s*(\S*)", lines[k])
+        if not m:
+            k += 1
+            continue
+        indent, info = len(m.group(1)), m.group(2)
+        start, body = k + 1, []
+        k += 1
+        while k < len(lines) and not re.match(r"^\s*```\s*$", lines[k]):
+            line = lines[k]
+            body.append(line[min(indent, len(line) - len(line.lstrip())):])
+            k += 1
+        yield info.lower(), start + 1, body
+        k += 1
+
+
+def commands_of(page_text):
+    """The page's commands, in order: dicts with line (1-based), text and expected_error (or None)."""
+    found = []
+    for info, first, body in fenced_blocks(page_text.split("\n")):
+        if info not in SHELL_INFO:
+            continue
+        transcript = any(line.startswith("$ ") for line in body)
+        nonblank = [line for line in body if line.strip()]
+        if not transcript and not (nonblank and COMMAND_START.match(nonblank[0])):
+            continue
+        k = 0
+        while k < len(body):
+            line = body[k]
+            starts = line.startswith("$ ") if transcript else bool(line.strip())
+            if not starts:
+                k += 1
+                continue
+            start = k
+            text = line[2:] if transcript else line
+            while not is_complete(text) and k + 1 < len(body):
+                k += 1
+                text += "\n" + body[k]
+            k += 1
+            shown = body[k] if transcript and k < len(body) and not body[k].startswith("$ ") else ""
+            found.append({"line": first + start, "text": text,
+                          "expected_error": shown.strip() if shown.startswith("error:") else None})
+    return found
+
+
+def split_comment(line):
+    """(code, comment) of one shell line: the comment starts at an unquoted # after a blank."""
+    quote = None
+    for k, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (k == 0 or line[k - 1].isspace()):
+            code = line[:k].rstrip()
+            return code, line[len(code):]
+    return line.rstrip(), ""
+
+
+def as_run(text, small_file):
+    """The command as it runs: placeholders filled, scaling flags set. Returns (text, scaling reason)."""
+    lines = text.split("\n")
+    code, comment = split_comment(lines[-1])
+    code = re.sub(r"(?<![\w/.-])FILE(?![\w/.-])", small_file, code)
+    code = re.sub(r"\s+\.\.\.(?=\s|$)", "", code)
+    lines[:-1] = [re.sub(r"(?<![\w/.-])FILE(?![\w/.-])", small_file, line) for line in lines[:-1]]
+    whole = "\n".join(lines[:-1] + [code])
+    reason = None
+    for pattern, flags, why in SCALE:
+        if re.search(pattern, whole.replace("\\\n", " ")):
+            reason = why
+            flag_values = re.findall(r"(--[\w-]+) (\S+)", flags)
+            for flag, value in flag_values:
+                given = re.compile(r"(?<!\S)(" + re.escape(flag) + r")(=|\s+)\S+")
+                if given.search(whole):
+                    whole = given.sub(lambda m: m.group(1) + m.group(2) + value, whole)
+                else:
+                    whole += f" {flag} {value}"
+            break
+    return whole + comment, reason
+
+
+def exception_of(text):
+    flat = text.replace("\\\n", " ").strip()
+    for pattern, why in EXCEPTIONS:
+        if re.search(pattern, flat):
+            return why
+    return None
+
+
+def make_checkout(source, build, scratch):
+    """A copy of the repository under scratch, build/ and .venv/ linked, the corpus prepared."""
+    checkout = os.path.join(scratch, "repo")
+    git = ["git", "-C", source, "ls-files", "-z", "-c", "-o", "--exclude-standard"]
+    listed = subprocess.run(git, capture_output=True) if shutil.which("git") else None
+    if listed and listed.returncode == 0:
+        for rel in sorted(set(p for p in listed.stdout.decode().split("\0") if p)):
+            src = os.path.join(source, rel)
+            if os.path.isfile(src) or os.path.islink(src):
+                os.makedirs(os.path.dirname(os.path.join(checkout, rel)), exist_ok=True)
+                shutil.copy2(src, os.path.join(checkout, rel), follow_symlinks=False)
+    else:  # not a git checkout: everything but what .gitignore leaves out
+        def ignored(folder, names):
+            top = os.path.samefile(folder, source)
+            return [n for n in names if n in ("__pycache__", ".ipynb_checkpoints") or
+                    (top and (n.startswith("build") or n in (".venv", "data", "runs", "out", ".git")))]
+        shutil.copytree(source, checkout, symlinks=True, ignore=ignored)
+    os.symlink(os.path.abspath(build), os.path.join(checkout, "build"))
+    if os.path.isdir(os.path.join(source, ".venv")):
+        os.symlink(os.path.join(source, ".venv"), os.path.join(checkout, ".venv"))
+    subprocess.run([os.path.join(checkout, "scripts", "prepare_corpus")], cwd=checkout, check=True,
+                   stdout=subprocess.DEVNULL)
+    small = os.path.join(scratch, "text.txt")
+    with open(os.path.join(checkout, "data", "fortunes", "val.txt"), "rb") as f:
+        data = f.read(50_000)
+    with open(small, "wb") as f:
+        f.write(data)
+    return checkout, small
+
+
+class Session:
+    """One bash process reading commands from a pipe, as a terminal session would."""
+
+    def __init__(self, cwd, env):
+        self.proc = subprocess.Popen(["bash"], cwd=cwd, env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, start_new_session=True)
+
+    def run(self, text, out_path, timeout):
+        """Runs text with its output in out_path; returns its exit status, or None on a timeout."""
+        # The brace group keeps cd and export in this shell; (exit rc) leaves $? for the next one.
+        script = (f"{{ {text}\n}} > '{out_path}' 2>&1 < /dev/null\n"
+                  "__rc=$?; echo \"@@rc $__rc\"; (exit $__rc)\n")
+        self.proc.stdin.write(script.encode())
+        self.proc.stdin.flush()
+        deadline, line = time.monotonic() + timeout, b""
+        while not line.startswith(b"@@rc "):
+            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return None
+            line = self.proc.stdout.readline()
+            if not line:
+                return -1  # the shell itself ended
+        return int(line.split()[1])
+
+    def close(self):
+        try:
+            os.killpg(self.proc.pid, 9)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+
+def count(n, what):
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+def tail(path, n=60):
+    with open(path, errors="replace") as f:
+        lines = f.read().rstrip("\n").split("\n")
+    return "\n".join(("    | " + line) for line in lines[-n:])
+
+
+def main():
+    sys.stdout.reconfigure(line_buffering=True)
+    if len(sys.argv) == 3 and sys.argv[1] == "--list":
+        with open(sys.argv[2]) as f:
+            for c in commands_of(f.read()):
+                why = exception_of(c["text"])
+                tag = f"skip ({why})" if why else ("expect error" if c["expected_error"] else "run")
+                print(f"{c['line']:5}  {tag:14}  {c['text']}")
+        return 0
+    if len(sys.argv) != 4:
+        print(__doc__.split("\n\n")[-1], file=sys.stderr)
+        return 2
+    source, build, page = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
+    with open(os.path.join(source, page)) as f:
+        commands = commands_of(f.read())
+
+    if all(exception_of(c["text"]) for c in commands):
+        for n, c in enumerate(commands, 1):
+            print(f"[{n}/{len(commands)}] {page}:{c['line']}: skipped ({exception_of(c['text'])}): {c['text']}")
+        print(f"{page}: ran 0 commands, skipped {len(commands)} as listed exceptions")
+        return 0
+    scratch = tempfile.mkdtemp(prefix="optimus-docs-")
+    session = None
+    try:
+        needs_venv = [c for c in commands if not exception_of(c["text"])
+                      and re.search(r"\bscripts/(setup|run)\b|\.venv/", c["text"])]
+        if needs_venv and not os.path.isdir(os.path.join(source, ".venv")):
+            print(f"FAIL: {page}:{needs_venv[0]['line']}: the command\n    {needs_venv[0]['text']}\n  needs the "
+                  f"virtual environment {source}/.venv, which does not exist; run scripts/setup (it makes .venv)")
+            return 1
+        checkout, small = make_checkout(source, build, scratch)
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                   PYTHONNOUSERSITE="1", MPLCONFIGDIR=os.path.join(scratch, "matplotlib"),
+                   JUPYTER_CONFIG_DIR=os.path.join(scratch, "jupyter"), JUPYTER_DATA_DIR=os.path.join(scratch, "jupyter"),
+                   JUPYTER_PATH="", IPYTHONDIR=os.path.join(scratch, "ipython"), PYDEVD_DISABLE_FILE_VALIDATION="1")
+        # The folders under /tmp that the page's commands write (--out) are removed first, so the page
+        # runs as it does for a reader who runs it for the first time.
+        for c in commands:
+            for folder in re.findall(r"--out[= ]+(/tmp/\w[\w.-]*)", c["text"]):
+                shutil.rmtree(folder, ignore_errors=True)
+        session = Session(checkout, env)
+        print(f"{page}: {count(len(commands), 'command')}, run from a copy of the repository in {checkout}")
+        ran = skipped = 0
+        for n, c in enumerate(commands, 1):
+            where = f"{page}:{c['line']}"
+            why = exception_of(c["text"])
+            if why:
+                skipped += 1
+                print(f"[{n}/{len(commands)}] {where}: skipped ({why}): {c['text']}")
+                continue
+            text, scaled = (c["text"], None) if c["expected_error"] else as_run(c["text"], small)
+            print(f"[{n}/{len(commands)}] {where}: $ {text}" + (f"\n      (scaled: {scaled})" if scaled else ""),
+                  flush=True)
+            out_path = os.path.join(scratch, f"out{n}.txt")
+            start = time.monotonic()
+            rc = session.run(text, out_path, COMMAND_TIMEOUT_S)
+            ran += 1
+            took = f"{time.monotonic() - start:.1f} s"
+            with open(out_path, errors="replace") as f:
+                output = f.read()
+            if rc is None:
+                problem = f"did not finish within {COMMAND_TIMEOUT_S} s"
+            elif c["expected_error"] is None:
+                problem = None if rc == 0 else f"exited with status {rc}"
+            elif rc == 0:
+                problem = f"was expected to fail with\n    {c['expected_error']}\n  but exited with status 0"
+            elif " ".join(c["expected_error"].split()) not in " ".join(output.split()):
+                problem = (f"failed (status {rc}) as expected, but without the error line the page shows:\n"
+                           f"    {c['expected_error']}")
+            else:
+                problem = None
+            if problem:
+                print(f"FAIL: {where}: the command\n    {text}\n  {problem}\n"
+                      f"  (after {took}); the end of its output:\n{tail(out_path)}")
+                print(f"{page}: FAILED at line {c['line']}; ran {count(ran, 'command')}, skipped {skipped} as listed exceptions")
+                return 1
+            print(f"      ok, {took}" + (f" (status {rc}, the page's error)" if c["expected_error"] else ""),
+                  flush=True)
+        print(f"{page}: ran {count(ran, 'command')}, skipped {skipped} as listed exceptions; all ran as written")
+        return 0
+    finally:
+        if session:
+            session.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
