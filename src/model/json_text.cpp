@@ -17,8 +17,10 @@ int nesting_depth(const std::string& text) {
   for (size_t k = 0; k < text.size(); ++k) {
     const char c = text[k];
     if (in_string) {
-      if (c == '\\') ++k;  // skip the escaped character
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++k;  // skip the escaped character
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {

@@ -26,7 +26,7 @@ static_assert(std::endian::native == std::endian::little, "safetensors I/O assum
 
 namespace {
 
-constexpr uint64_t kElementBytes = 4;  // both F32 and I32
+constexpr uint64_t kElementBytes = 4;                      // both F32 and I32
 constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;  // the reference reader's limit too
 
 std::string num(uint64_t v) {

@@ -97,8 +97,9 @@ std::string bench(const BenchOptions& o, comm::World& world) {
   model::GPTConfig config = model::GPTConfig::named(o.model);
   const int B = o.batch, T = config.n_positions, V = config.vocab_size;
   if (o.device.device == "cpu") {
-    require_memory(world, step_bytes_lower_bound(config, B, world.size()), "--model " + o.model + " at --batch " +
-                   std::to_string(B), "use a smaller --batch or more processes");
+    require_memory(world, step_bytes_lower_bound(config, B, world.size(), ModelUse::train),
+                   "--model " + o.model + " at --batch " + std::to_string(B),
+                   "use a smaller --batch or more processes");
   }
   // The host ledger on the CPU (as before the GPU path), the device ledger on a GPU.
   const core::Context ctx = make_context(o.device, world);

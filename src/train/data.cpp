@@ -125,7 +125,8 @@ void eval_batch(int* inputs, int* targets, const TokenFile& data, int B, int T, 
 
 void require_tokens_for_training(const TokenFile& data, int T) {
   if (data.tokens.size() < static_cast<size_t>(T) + 1) {
-    throw ConfigError(data.describe() + " has " + std::to_string(data.tokens.size()) + " bytes, too short for one training window of " + std::to_string(T + 1) +
+    throw ConfigError(data.describe() + " has " + std::to_string(data.tokens.size()) +
+                      " bytes, too short for one training window of " + std::to_string(T + 1) +
                       "; use a longer file or a smaller --seq");
   }
 }
@@ -134,8 +135,9 @@ void require_tokens_for_eval(const TokenFile& data, int B, int T, int eval_batch
   const size_t need = static_cast<size_t>(eval_batches) * B * T + 1;
   if (data.tokens.size() < need) {
     const std::string batches = eval_batches == 1 ? "one batch" : std::to_string(eval_batches) + " batches";
-    throw ConfigError(data.describe() + " has " + std::to_string(data.tokens.size()) + " bytes, but evaluating " + batches + " of " + std::to_string(B) + "x" + std::to_string(T) +
-                      " tokens needs " + std::to_string(need) + "; use a longer file, a smaller --batch or --seq" +
+    throw ConfigError(data.describe() + " has " + std::to_string(data.tokens.size()) + " bytes, but evaluating " +
+                      batches + " of " + std::to_string(B) + "x" + std::to_string(T) + " tokens needs " +
+                      std::to_string(need) + "; use a longer file, a smaller --batch or --seq" +
                       (eval_batches == 1 ? "" : ", or fewer batches"));
   }
 }

@@ -32,16 +32,16 @@ std::string excerpt(const std::string& message) {
 }  // namespace
 
 void apply_json_config(CLI::App& cmd, const std::string& path) {
-  const json doc =
-      model::parse_json(model::read_whole_file(path, "the --config file", model::kMaxJsonFileBytes), "--config " + path);
+  const json doc = model::parse_json(model::read_whole_file(path, "the --config file", model::kMaxJsonFileBytes),
+                                     "--config " + path);
   if (!doc.is_object()) throw core::ConfigError("--config " + path + " must hold one JSON object of flag: value pairs");
   for (const auto& [key, value] : doc.items()) {
     const std::string where = "--config " + path + ": the value of " + model::json_excerpt(json(key));
     CLI::Option* opt = cmd.get_option_no_throw("--" + key);
     if (opt == nullptr || key == "config" || key == "help") {
       throw core::ConfigError("--config " + path + " has the key " + model::json_excerpt(json(key)) +
-                              ", which is not a flag of optimus " +
-                              cmd.get_name() + "; its keys are the flag names without --, see --help");
+                              ", which is not a flag of optimus " + cmd.get_name() +
+                              "; its keys are the flag names without --, see --help");
     }
     if (opt->count() > 0) continue;  // given on the command line: it wins
     std::vector<std::string> inputs;

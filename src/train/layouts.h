@@ -37,6 +37,20 @@ inline comm::Communicator& model_communicator(comm::World& world, const core::Co
   return *owned;
 }
 
+/// Throws core::ConfigError, on every rank alike, unless `layout` is a layout this world can run:
+/// serial on 1 process, 1d on any number, 2d on a square number. Called first, before any file is
+/// read, so a wrong launch is the first thing a user hears about.
+inline void require_world_fits(const std::string& layout, comm::World& world) {
+  if (layout == "serial" && world.size() != 1) {
+    throw core::ConfigError("the serial layout runs on 1 process, but the world has " + std::to_string(world.size()) +
+                            "; run without mpirun or choose --layout 1d or 2d");
+  }
+  if (layout == "2d") comm::Grid2D::side(world.size());  // a ConfigError unless the world is a square
+  if (layout != "serial" && layout != "1d" && layout != "2d") {
+    throw core::ConfigError("unknown layout '" + layout.substr(0, 40) + "'; choose serial, 1d or 2d");
+  }
+}
+
 /// Builds the model of `layout` for this world (initialised from `seed`, its memory on `ctx`, its
 /// collectives on model_communicator) and returns body(model). A layout that does not fit the
 /// world, or a size not divisible, is a core::ConfigError raised identically on every rank before
@@ -44,11 +58,8 @@ inline comm::Communicator& model_communicator(comm::World& world, const core::Co
 template <typename Body>
 int with_model(const std::string& layout, const model::GPTConfig& config, uint32_t seed, comm::World& world,
                const core::Context& ctx, comm::DeviceComm device_comm, Body&& body) {
+  require_world_fits(layout, world);
   if (layout == "serial") {
-    if (world.size() != 1) {
-      throw core::ConfigError("the serial layout runs on 1 process, but the world has " + std::to_string(world.size()) +
-                              "; run without mpirun or choose --layout 1d or 2d");
-    }
     serial::GPT gpt(config, ctx, seed);
     return body(gpt);
   }
@@ -59,14 +70,14 @@ int with_model(const std::string& layout, const model::GPTConfig& config, uint32
     return body(gpt);
   }
   if (layout == "2d") {
-    // Both checks come before the grid's splits, so a bad world or model is one message, no collective.
+    // Before the grid's splits, so a model the grid cannot cut is one message, no collective.
     tp2d::check_divisible_2d(config, comm::Grid2D::side(world.size()));
     std::unique_ptr<comm::Communicator> device;
     comm::Grid2D grid(model_communicator(world, ctx, device_comm, device));
     tp2d::GPT gpt(config, ctx, seed, grid);
     return body(gpt);
   }
-  throw core::ConfigError("unknown layout '" + layout + "'; choose serial, 1d or 2d");
+  throw core::ConfigError("unknown layout '" + layout.substr(0, 40) + "'; choose serial, 1d or 2d");
 }
 
 /// The same with the device communicator chosen automatically.

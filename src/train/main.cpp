@@ -39,7 +39,7 @@ void add_model_flags(CLI::App* app, model::GPTConfig& m) {
 model::GPTConfig checkpoint_model(comm::World& world, const std::string& checkpoint, int B, int ranks) {
   model::GPTConfig config;
   world.agree_on([&] { config = train::load_checkpoint_config(checkpoint); });
-  train::require_memory(world, train::step_bytes_lower_bound(config, B, ranks),
+  train::require_memory(world, train::step_bytes_lower_bound(config, B, ranks, train::ModelUse::evaluate),
                         "the model of " + checkpoint + " (" + std::to_string(config.num_parameters()) + " parameters)",
                         "use a smaller --batch, more processes, or another checkpoint");
   return config;
@@ -47,6 +47,7 @@ model::GPTConfig checkpoint_model(comm::World& world, const std::string& checkpo
 
 int cmd_eval(comm::World& world, const std::string& checkpoint, const std::string& data_path, int B, int T, int batches,
              const std::string& layout, const train::DeviceOptions& device) {
+  train::require_world_fits(layout, world);
   if (B <= 0 || T <= 0 || batches <= 0) throw core::ConfigError("--batch, --seq and --batches must be positive");
   model::GPTConfig config = checkpoint_model(world, checkpoint, B, world.size());
   if (T > config.n_positions) {
@@ -209,8 +210,8 @@ int main(int argc, char** argv) {
     if (*eval_cmd) return cmd_eval(world, e_ckpt, e_data, e_batch, e_seq, e_batches, e_layout, e_device);
     if (*init_cmd) {
       i_model.validate();
-      train::require_memory(world, train::step_bytes_lower_bound(i_model, 1, 1), "this model",
-                            "use smaller --layers, --embd or --seq");
+      train::require_memory(world, train::step_bytes_lower_bound(i_model, 0, 1, train::ModelUse::evaluate),
+                            "this model", "use smaller --layers, --embd or --seq");
       // Never overwrite: a folder that already holds a checkpoint, or a part of one, is refused.
       for (const char* file : {"model.safetensors", "config.json"}) {
         std::error_code ec;
@@ -235,7 +236,8 @@ int main(int argc, char** argv) {
     }
     if (*sample_cmd) {
       if (!(s_opt.temperature > 0.0f)) throw core::ConfigError("--temperature must be positive");
-      if (s_opt.tokens < 0) throw core::ConfigError("--tokens must be 0 or more, but is " + std::to_string(s_opt.tokens));
+      if (s_opt.tokens < 0)
+        throw core::ConfigError("--tokens must be 0 or more, but is " + std::to_string(s_opt.tokens));
       if (s_opt.top_k < 0) {
         throw core::ConfigError("--top-k must be 0 (the whole vocabulary) or more, but is " +
                                 std::to_string(s_opt.top_k));

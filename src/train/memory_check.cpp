@@ -52,8 +52,8 @@ uint64_t available_memory_bytes() {
   // A cgroup's limit minus what the group already uses, where one is set.
   const uint64_t limit_v2 = number_in("/sys/fs/cgroup/memory.max");
   const uint64_t limit_v1 = number_in("/sys/fs/cgroup/memory/memory.limit_in_bytes");
-  const uint64_t used = std::max(number_in("/sys/fs/cgroup/memory.current"),
-                                 number_in("/sys/fs/cgroup/memory/memory.usage_in_bytes"));
+  const uint64_t used =
+      std::max(number_in("/sys/fs/cgroup/memory.current"), number_in("/sys/fs/cgroup/memory/memory.usage_in_bytes"));
   for (uint64_t limit : {limit_v2, limit_v1}) {
     if (limit == 0 || limit > (uint64_t{1} << 60)) continue;  // none, or v1's "unlimited"
     const uint64_t left = limit > used ? limit - used : 0;
@@ -62,11 +62,12 @@ uint64_t available_memory_bytes() {
   return available;
 }
 
-double step_bytes_lower_bound(const model::GPTConfig& c, int B, int ranks) {
+double step_bytes_lower_bound(const model::GPTConfig& c, int B, int ranks, ModelUse use) {
   const double C = c.n_embd, T = c.n_positions, L = c.n_layer, V = c.vocab_size, NH = c.n_head, N = B * T;
   const double parameters = V * C + T * C + L * 12.0 * C * C;
   const double activations = L * (18.0 * N * C + NH * B * T * T) + N * V;
-  return (16.0 * parameters + 4.0 * activations) / ranks;
+  const double bytes_per_parameter = use == ModelUse::train ? 16.0 : 8.0;
+  return (bytes_per_parameter * parameters + 4.0 * activations) / ranks;
 }
 
 void require_memory(comm::World& world, double bytes_per_rank, const std::string& what, const std::string& fix) {

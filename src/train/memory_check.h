@@ -15,12 +15,16 @@ namespace optimus::train {
 /// (v2 memory.max, v1 memory.limit_in_bytes) limits the process further. 0 if neither is readable.
 uint64_t available_memory_bytes();
 
-/// A lower bound of one rank's bytes for a training step of `config` at batch B, with the work
-/// split over `ranks` ranks: parameters, gradients and the two AdamW moments (16 bytes per
-/// parameter), and the activations a block keeps (18·N·C + NH·B·T² floats, N = B·T) plus the
-/// logits (N·V floats), all divided by `ranks`. The stages need more (1D replicates some
-/// activations, every stage has workspace), so a run this bound refuses could never fit.
-double step_bytes_lower_bound(const model::GPTConfig& config, int B, int ranks);
+/// What a run does with the model, for step_bytes_lower_bound.
+enum class ModelUse { train, evaluate };
+
+/// A lower bound of one rank's bytes for a step of `config` at batch B, with the work split over
+/// `ranks` ranks: per parameter 16 bytes to train (values, gradients, the two AdamW moments) or 8 to
+/// evaluate (values, and the canonical copy read from the checkpoint); and the activations a block
+/// keeps (18·N·C + NH·B·T² floats, N = B·T) plus the logits (N·V floats); all divided by `ranks`.
+/// The stages need more (1D replicates some activations, every stage has workspace), so a run this
+/// bound refuses could never fit.
+double step_bytes_lower_bound(const model::GPTConfig& config, int B, int ranks, ModelUse use);
 
 /// Collective: throws core::ConfigError on every rank if `bytes_per_rank` times the number of
 /// ranks on some machine exceeds that machine's available memory. `what` names the need ("training

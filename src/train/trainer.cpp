@@ -282,8 +282,8 @@ int resume_from(const TrainOptions& o, Model& gpt, AdamW& opt) {
   }
   if (state.step < 0 || state.step >= o.steps) {
     throw core::ConfigError("the checkpoint " + o.resume + " says it is at step " + std::to_string(state.step) +
-                            ", but a run of --steps " + std::to_string(o.steps) +
-                            " resumes from a step in [0, " + std::to_string(o.steps) +
+                            ", but a run of --steps " + std::to_string(o.steps) + " resumes from a step in [0, " +
+                            std::to_string(o.steps) +
                             "); resume from an earlier checkpoint, or start a new run from this one's weights");
   }
   return state.step;
@@ -307,8 +307,8 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
   world.print0(
       "training %lld parameters, layout %s on %d rank%s, on %s (%zu bytes), validating on %s (%zu bytes); "
       "B=%d T=%d\n",
-      o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s",
-      name(train_data).c_str(), train_data.tokens.size(), name(val_data).c_str(), val_data.tokens.size(), B, T);
+      o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s", name(train_data).c_str(),
+      train_data.tokens.size(), name(val_data).c_str(), val_data.tokens.size(), B, T);
   std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
   char line[512];
   std::string last_dir;
@@ -386,17 +386,21 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
 
 int train(const TrainOptions& o, comm::World& world) {
   const int B = o.batch, T = o.model.n_positions;
+  require_world_fits(o.layout, world);
   if (B <= 0) throw core::ConfigError("the batch size (--batch) must be positive, but is " + std::to_string(B));
   if (o.steps <= 0)
     throw core::ConfigError("the number of steps (--steps) must be positive, but is " + std::to_string(o.steps));
   require_usable_settings(o);
+  if (o.overwrite && !o.resume.empty()) {
+    throw core::ConfigError("--overwrite starts a new run and --resume continues one; give one of them");
+  }
   o.model.validate();
   require_batch_fits(o.layout, B, world);
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
   }
   if (o.device.device == "cpu") {
-    require_memory(world, step_bytes_lower_bound(o.model, B, world.size()),
+    require_memory(world, step_bytes_lower_bound(o.model, B, world.size(), ModelUse::train),
                    "training this model at --batch " + std::to_string(B),
                    "use a smaller --batch, --seq, --layers or --embd, or more processes");
   }
@@ -417,9 +421,8 @@ int train(const TrainOptions& o, comm::World& world) {
 
   const core::Context ctx = make_context(o.device, world);
   if (ctx.device == core::Device::cuda) world.print0("device: cuda, %s\n", core::cuda_device_report().c_str());
-  return with_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(), [&](auto& gpt) {
-    return run_training(o, world, gpt, train_data, val_data, eval_batches);
-  });
+  return with_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(),
+                    [&](auto& gpt) { return run_training(o, world, gpt, train_data, val_data, eval_batches); });
 }
 
 }  // namespace optimus::train

@@ -41,8 +41,8 @@ struct TrainOptions {
   std::string progress = "auto";  // live (one line rewritten in place), lines, or auto (live on a terminal, 1 process)
   int inject_nan_at_step = 0;     // test-only: at this step (from 1) a NaN appears (0: never) ...
   std::string inject_nan_into = "loss";  // ... in the loss, or in one gradient element ("gradient")
-  bool save_gradients = false;    // each step checkpoint also holds the step's gradients (scripts/compare.sh)
-  DeviceOptions device;           // --device, --device-comm (train/device.h)
+  bool save_gradients = false;           // each step checkpoint also holds the step's gradients (scripts/compare.sh)
+  DeviceOptions device;                  // --device, --device-comm (train/device.h)
 };
 
 /// Runs the training described by `o` and returns the process exit code. Rank 0 prints.

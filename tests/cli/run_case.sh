@@ -272,26 +272,27 @@ case_config_folder() {
   refused "the --config file $ws/run is not a regular file" \
     "$optimus" train "${model[@]}" "${quiet[@]}" --config "$ws/run" --data "$ws/text.txt" --out "$ws/new_run"
 }
+# config_refused PHRASE: a train run with $ws/config.json as --config is refused with PHRASE.
+config_refused() {
+  refused "$1" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --config "$ws/config.json" --data "$ws/text.txt" --out "$ws/new_run"
+}
 case_config_number_overflow() {
   echo '{"lr": 1e400}' >"$ws/config.json"
-  refused "holds a number out of range" \
-    "$optimus" train "${model[@]}" "${quiet[@]}" --config "$ws/config.json" --data "$ws/text.txt" --out "$ws/new_run"
+  config_refused "holds a number out of range"
 }
 case_config_deeply_nested() {
   /usr/bin/python3 -c "print('{\"lr\": ' + '[' * 100000 + ']' * 100000 + '}')" >"$ws/config.json"
-  refused "nests arrays or objects deeper than 32 levels" \
-    "$optimus" train "${model[@]}" "${quiet[@]}" --config "$ws/config.json" --data "$ws/text.txt" --out "$ws/new_run"
+  config_refused "nests arrays or objects deeper than 32 levels"
 }
 case_config_duplicate_key() {
   echo '{"lr": 0.001, "lr": 0.002}' >"$ws/config.json"
-  refused "has the key \"lr\" twice in one object" \
-    "$optimus" train "${model[@]}" "${quiet[@]}" --config "$ws/config.json" --data "$ws/text.txt" --out "$ws/new_run"
+  config_refused "has the key \"lr\" twice in one object"
 }
 case_config_huge_value() {
   # A 50 MB value: refused by size, and no error line echoes it.
   /usr/bin/python3 -c "print('{\"layout\": \"' + 'x' * 50000000 + '\"}')" >"$ws/config.json"
-  refused "is larger than the 1024 KiB such a file can be" \
-    "$optimus" train "${model[@]}" "${quiet[@]}" --config "$ws/config.json" --data "$ws/text.txt" --out "$ws/new_run"
+  config_refused "is larger than the 1024 KiB such a file can be"
   (($(wc -c <"$tmp/out") < 2000)) || fail "the output is $(wc -c <"$tmp/out") bytes long"
 }
 case_lr_past_float() {
@@ -329,24 +330,17 @@ text += b" " * ((8 - len(text) % 8) % 8)
 open(path, "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
 PY
 }
-case_config_n_embd_past_memory() {
+# checkpoint_past_memory KEY VALUE: eval of a checkpoint whose config.json's KEY is VALUE is refused
+# by the memory check, before the model is allocated.
+checkpoint_past_memory() {
   local ckpt
-  ckpt=$(copy_of_good wide)
-  set_config n_embd 1048576 "$ckpt"
+  ckpt=$(copy_of_good "big_$1")
+  set_config "$1" "$2" "$ckpt"
   refused "needs at least" "$optimus" eval --checkpoint "$ckpt" "${eval_args[@]}"
 }
-case_config_n_positions_past_memory() {
-  local ckpt
-  ckpt=$(copy_of_good long)
-  set_config n_positions 268435456 "$ckpt"
-  refused "needs at least" "$optimus" eval --checkpoint "$ckpt" "${eval_args[@]}"
-}
-case_config_vocab_past_memory() {
-  local ckpt
-  ckpt=$(copy_of_good vocab)
-  set_config vocab_size 2147483647 "$ckpt"
-  refused "needs at least" "$optimus" eval --checkpoint "$ckpt" "${eval_args[@]}"
-}
+case_config_n_embd_past_memory() { checkpoint_past_memory n_embd 1048576; }
+case_config_n_positions_past_memory() { checkpoint_past_memory n_positions 268435456; }
+case_config_vocab_past_memory() { checkpoint_past_memory vocab_size 2147483647; }
 case_config_vocab_out_of_range() {
   local ckpt
   ckpt=$(copy_of_good vocab)
@@ -489,17 +483,23 @@ case_prune_keeps_own() {
   [[ "$left" == "metrics.jsonl step_000008 step_000010 " ]] || fail "expected metrics.jsonl step_000008 step_000010"
 }
 
+# wait_for_training LOG: waits until a run started in the background logs its first step (60 s at most).
+wait_for_training() {
+  local i
+  for ((i = 0; i < 600; ++i)); do
+    grep -q '^step ' "$1" && return
+    sleep 0.1
+  done
+  fail "the run did not start training within 60 s: $(cat "$1")"
+}
+
 # Two runs into one --out at once: the second is refused while the first holds the folder.
 case_two_runs_one_out() {
   local run=$ws/busy
   "$optimus" train "${model[@]}" --steps 1000000 --eval-interval 0 --log-interval 1 --progress lines \
     --data "$ws/text.txt" --out "$run" >"$tmp/first" 2>&1 &
-  local first=$! i
-  for ((i = 0; i < 600; ++i)); do
-    grep -q '^step ' "$tmp/first" && break
-    sleep 0.1
-  done
-  grep -q '^step ' "$tmp/first" || fail "the first run did not start within 60 s: $(cat "$tmp/first")"
+  local first=$!
+  wait_for_training "$tmp/first"
   fails_with "another optimus train is writing into --out $run" \
     "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --overwrite --data "$ws/text.txt" --out "$run"
   kill "$first"
@@ -513,12 +513,8 @@ case_rank_killed() {
   local out=$ws/killed_run  # unique to this test: names its processes
   "$mpiexec" -np 4 "$optimus" train --layout 2d "${model[@]}" --steps 1000000 --eval-interval 0 --log-interval 1000 \
     --progress lines --data "$ws/text.txt" --out "$out" >"$tmp/out" 2>&1 &
-  local job=$! i
-  for ((i = 0; i < 600; ++i)); do
-    grep -q '^step ' "$tmp/out" && break
-    sleep 0.1
-  done
-  grep -q '^step ' "$tmp/out" || fail "the run did not start training within 60 s: $(cat "$tmp/out")"
+  local job=$!
+  wait_for_training "$tmp/out"
   local ranks=() p
   for p in $(processes_of "$out"); do
     [[ "$(ps -o comm= -p "$p")" == optimus ]] && ranks+=("$p")

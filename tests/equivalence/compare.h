@@ -5,10 +5,10 @@
 #pragma once
 
 #include <algorithm>
-#include <initializer_list>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <initializer_list>
 #include <string>
 #include <vector>
 

@@ -103,7 +103,8 @@ TEST_CASE("1D five AdamW steps with dropout and clipping equal serial: losses an
     par.params().zero_grads(), ser.params().zero_grads();
     const float lp = par.forward(in.data(), tg.data(), B, T, static_cast<uint32_t>(step));
     const float ls = ser.forward(in.data(), tg.data(), B, T, static_cast<uint32_t>(step));
-    worst_loss = equivalence::worse(worst_loss, std::abs(static_cast<double>(lp) - ls) / std::abs(static_cast<double>(ls)));
+    worst_loss =
+        equivalence::worse(worst_loss, std::abs(static_cast<double>(lp) - ls) / std::abs(static_cast<double>(ls)));
     par.backward(), ser.backward();
     par.clip_gradients(0.5f), ser.clip_gradients(0.5f);
     opt_p.update(par.params(), 3e-3f), opt_s.update(ser.params(), 3e-3f);
@@ -160,7 +161,8 @@ TEST_CASE("1D column- and row-parallel linears equal the serial linear (L2)", "[
                row_dw = rel_error(dw_r, std::vector<float>(dw.begin() + r * Cp * OC, dw.begin() + (r + 1) * Cp * OC)),
                row_db = rel_error(db_r, db);
   const double worst = equivalence::worst_of({col_y, col_dx, col_dw, col_db, row_y, row_dx, row_dw, row_db});
-  report(tag("L2 column-parallel linear: worst of y, dx, dw, db"), equivalence::worst_of({col_y, col_dx, col_dw, col_db}));
+  report(tag("L2 column-parallel linear: worst of y, dx, dw, db"),
+         equivalence::worst_of({col_y, col_dx, col_dw, col_db}));
   report(tag("L2 row-parallel linear: worst of y, dx, dw, db"), equivalence::worst_of({row_y, row_dx, row_dw, row_db}));
   MPI_REQUIRE(worst <= 1e-5);
 }

@@ -79,7 +79,8 @@ TEST_CASE("2D LayerNorm equals serial LayerNorm: out, mean, rstd, dinp, dweight,
   tp2d::layernorm_2d_backward(ctx, g, dinp_b.data(), dw_j.data(), db_j.data(), dout_b.data(), inp_b.data(), w_j.data(),
                               mean_b.data(), rstd_b.data(), N, C);
 
-  const double e = equivalence::worst_of({check(g, "LayerNorm out", out_b, equivalence::grid_block(out, N, C, g)),
+  const double e =
+      equivalence::worst_of({check(g, "LayerNorm out", out_b, equivalence::grid_block(out, N, C, g)),
                              check(g, "LayerNorm mean", mean_b, part(mean, s.q, g.i())),
                              check(g, "LayerNorm rstd", rstd_b, part(rstd, s.q, g.i())),
                              check(g, "LayerNorm dinp", dinp_b, equivalence::grid_block(dinp, N, C, g)),
@@ -108,7 +109,8 @@ TEST_CASE("2D linear equals the serial linear: out, dinp, dW, dbias", "[tp2d_lay
   tp2d::linear_2d_backward(ctx, g, dinp_b.data(), dw_b.data(), db_j.data(), dout_b.data(), inp_b.data(), w_b.data(), N,
                            C, OC);
 
-  const double e = equivalence::worst_of({check(g, "linear out", out_b, equivalence::grid_block(out, N, OC, g)),
+  const double e =
+      equivalence::worst_of({check(g, "linear out", out_b, equivalence::grid_block(out, N, OC, g)),
                              check(g, "linear dinp", dinp_b, equivalence::grid_block(dinp, N, C, g)),
                              check(g, "linear dW", dw_b, equivalence::grid_block(dw, C, OC, g)),
                              check(g, "linear dbias (column-summed)", column_sum(g, db_j), part(db, s.q, g.j()))});
@@ -265,7 +267,8 @@ TEST_CASE("2D embedding equals the serial embedding: out and dwte, with the stat
   tp2d::embedding_2d_backward(ctx, g, dwte_b.data(), dout_b.data(), tokens.data(), N, C, V);
   const auto sent = ledger.since(before);
 
-  const double e = equivalence::worst_of({check(g, "embedding out", out_b, equivalence::grid_block(out, N, C, g)),
+  const double e =
+      equivalence::worst_of({check(g, "embedding out", out_b, equivalence::grid_block(out, N, C, g)),
                              check(g, "embedding dwte (my block)", dwte_b, equivalence::grid_block(dwte, V, C, g))});
   MPI_REQUIRE(e <= 1e-5);
   const int64_t bytes = int64_t{N} * s.Cb * int64_t{sizeof(float)};
@@ -295,7 +298,8 @@ TEST_CASE("2D vocab-parallel cross-entropy equals the serial loss: losses and dl
   core::crossentropy_backward(ctx, dlog_b.data(), logits_b.data(), mx_b.data(), se_b.data(), targets_i.data(), 1.0f / N,
                               s.Nb, Vb, g.j() * Vb, V_real);
 
-  const double e = equivalence::worst_of({check(g, "cross-entropy losses", losses_b, part(losses, s.q, g.i())),
+  const double e =
+      equivalence::worst_of({check(g, "cross-entropy losses", losses_b, part(losses, s.q, g.i())),
                              check(g, "cross-entropy dlogits", dlog_b, equivalence::grid_block(dlog, N, V, g))});
   MPI_REQUIRE(e <= 1e-5);
 }

@@ -134,7 +134,8 @@ void check_five_steps(Model& gpu, Model& cpu, int B, int T, const std::string& l
     gpu.params().zero_grads(), cpu.params().zero_grads();
     const float lg = gpu.forward(in.data(), tg.data(), B, T, static_cast<uint32_t>(step));
     const float lc = cpu.forward(in.data(), tg.data(), B, T, static_cast<uint32_t>(step));
-    worst_loss = equivalence::worse(worst_loss, std::abs(static_cast<double>(lg) - lc) / std::abs(static_cast<double>(lc)));
+    worst_loss =
+        equivalence::worse(worst_loss, std::abs(static_cast<double>(lg) - lc) / std::abs(static_cast<double>(lc)));
     gpu.backward(), cpu.backward();
     gpu.clip_gradients(0.5f), cpu.clip_gradients(0.5f);
     opt_g.update(gpu.params(), 3e-3f), opt_c.update(cpu.params(), 3e-3f);
