@@ -112,7 +112,7 @@ std::string config_to_json(const GPTConfig& c) {
 
 GPTConfig config_from_json(const std::string& text, const std::string& path) {
   const std::string where = "checkpoint config " + path;
-  const json cfg = parse_json(text, where);
+  const json cfg = parse_json(text, where, "fix it or re-save the checkpoint");
   if (!cfg.is_object())
     throw ConfigError(where + " is a JSON " + cfg.type_name() + ", not an object; re-save the checkpoint");
   if (!cfg.contains("model_type")) {

@@ -34,29 +34,28 @@ int nesting_depth(const std::string& text) {
 
 }  // namespace
 
-nlohmann::ordered_json parse_json(const std::string& text, const std::string& where) {
+nlohmann::ordered_json parse_json(const std::string& text, const std::string& where, const std::string& fix) {
   using json = nlohmann::ordered_json;
   if (nesting_depth(text) > kMaxJsonDepth) {
     throw core::ConfigError(where + " nests arrays or objects deeper than " + std::to_string(kMaxJsonDepth) +
-                            " levels; it is not a file this project wrote — fix or replace it");
+                            " levels; " + fix);
   }
   std::vector<std::set<std::string>> keys(kMaxJsonDepth + 2);  // the keys seen in the open object at each depth
   const json::parser_callback_t unique_keys = [&](int depth, json::parse_event_t event, json& parsed) {
     const auto d = static_cast<size_t>(depth);
     if (event == json::parse_event_t::object_start && d + 1 < keys.size()) keys[d + 1].clear();
     if (event == json::parse_event_t::key && d < keys.size() && !keys[d].insert(parsed.get<std::string>()).second) {
-      throw core::ConfigError(where + " has the key " + json_excerpt(parsed) +
-                              " twice in one object; keep one of them");
+      throw core::ConfigError(where + " has the key " + json_excerpt(parsed) + " twice in one object; " + fix);
     }
     return true;
   };
   try {
     return json::parse(text, unique_keys);
   } catch (const json::parse_error& e) {
-    throw core::ConfigError(where + " is not valid JSON (parse error near byte " + std::to_string(e.byte) +
-                            "); fix it");
+    throw core::ConfigError(where + " is not valid JSON (parse error near byte " + std::to_string(e.byte) + "); " +
+                            fix);
   } catch (const json::out_of_range& e) {
-    throw core::ConfigError(where + " holds a number out of range (" + std::string(e.what()) + "); fix it");
+    throw core::ConfigError(where + " holds a number out of range (" + std::string(e.what()) + "); " + fix);
   }
 }
 

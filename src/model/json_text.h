@@ -12,9 +12,9 @@ namespace optimus::model {
 
 inline constexpr int kMaxJsonDepth = 32;
 
-/// Parses `text`; throws core::ConfigError "<where> is not valid JSON (…)", "<where> nests deeper
-/// than …" or "<where> has the key "k" twice".
-nlohmann::ordered_json parse_json(const std::string& text, const std::string& where);
+/// Parses `text`; throws core::ConfigError "<where> is not valid JSON (…); <fix>", "<where> nests
+/// deeper than …" or "<where> has the key "k" twice".
+nlohmann::ordered_json parse_json(const std::string& text, const std::string& where, const std::string& fix = "fix it");
 
 /// A value for a message: its JSON text, cut to `max_chars` with "..." (a 50 MB value stays short).
 std::string json_excerpt(const nlohmann::ordered_json& v, size_t max_chars = 40);

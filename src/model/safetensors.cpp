@@ -235,7 +235,8 @@ SafeTensorFile read_safetensors(const std::string& path) {
   if (!in.read(header_text.data(), static_cast<std::streamsize>(n))) {
     throw ConfigError("cannot read " + where + "; check the file system");
   }
-  const json header = parse_json(header_text, where + "'s header");
+  const json header = parse_json(header_text, where + "'s header",
+                                 "the file is damaged or not a safetensors file — use another checkpoint");
   if (!header.is_object()) {
     throw ConfigError(where + " has a header that is a JSON " + header.type_name() + ", not an object" + kUseAnother);
   }

@@ -78,7 +78,7 @@ TokenFile TokenFile::split_tail(double fraction) {
   tail.tokens.assign(tokens.end() - static_cast<std::ptrdiff_t>(n_tail), tokens.end());
   tail.part = "last " + std::to_string(percent) + "%";
   tokens.resize(tokens.size() - n_tail);
-  part = "first " + std::to_string(100 - percent) + "%";
+  if (n_tail > 0) part = "first " + std::to_string(100 - percent) + "%";
   return tail;
 }
 
