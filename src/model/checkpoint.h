@@ -1,4 +1,4 @@
-// Model checkpoints in the Hugging Face GPT-2 layout (DESIGN §6): a directory holding config.json
+// Model checkpoints in the Hugging Face GPT-2 layout: a directory holding config.json
 // (GPTConfig under GPT2Config's keys) and model.safetensors (the canonical tensors under their HF
 // names), which transformers.GPT2LMHeadModel.from_pretrained loads as it is. Every stage gathers its
 // shards into canonical tensors to save (model/shard.h) and scatters the loaded ones back.

@@ -1,4 +1,4 @@
-// Whole-file reading and atomic writing for checkpoints (DESIGN §6, §11). A checkpoint file is
+// Whole-file reading and atomic writing for checkpoints. A checkpoint file is
 // written under a temporary name, flushed to disk, then renamed over its real name, so a crash or a
 // full disk never leaves a half-written file where a reader will look for a whole one.
 #pragma once

@@ -1,4 +1,4 @@
-// A program that ends through one of World's error exits (DESIGN §11), for the exit tests in
+// A program that ends through one of World's error exits, for the exit tests in
 // CMakeLists.txt: `mpi_exit_paths fail|abort|config-error|exception`. In the one-rank cases the
 // other ranks wait in a barrier, which would hang forever if the failing rank left them there.
 #include <cstring>
