@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Equivalence on demand (the trainer issue): trains ONE configuration of yours for a few steps in
+# Equivalence on demand: trains ONE configuration of yours for a few steps in
 # several layouts and rank counts, then prints, per canonical tensor, the relative error of the
 # first step's gradients and of the last step's weights against the first layout, and the loss
 # trajectories side by side — the numbers the equivalence tests assert, on your model.

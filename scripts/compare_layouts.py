@@ -2,7 +2,7 @@
 tensor against the first. Each run folder holds step_000001 ... step_0000K (model.safetensors,
 gradients.safetensors) and metrics.jsonl, as `optimus train --checkpoint-interval 1 --keep 0
 --save-gradients` writes them. Exits 1 when a layout is outside the equivalence tests' bars
-(DESIGN §10). Usage: compare_layouts.py K LABEL=DIR [LABEL=DIR ...]"""
+(docs/equivalence.md). Usage: compare_layouts.py K LABEL=DIR [LABEL=DIR ...]"""
 import json
 import os
 import sys
@@ -14,7 +14,7 @@ import gpt_reference  # noqa: E402  (the chapter 1 reference's safetensors reade
 
 
 def rel(a, b):
-    """‖a − b‖ / ‖b‖ in float64 (DESIGN §10); 0 when both are zero."""
+    """‖a − b‖ / ‖b‖ in float64 (docs/equivalence.md); 0 when both are zero."""
     a, b = np.float64(a).ravel(), np.float64(b).ravel()
     den = np.linalg.norm(b)
     return float(np.linalg.norm(a - b) / den) if den > 0 else float(np.linalg.norm(a))
@@ -41,7 +41,7 @@ def main():
     (ref_label, ref_dir), others = runs[0], runs[1:]
     labels = [label for label, _ in others]
     width = max(12, *(len(l) for l in labels))
-    outside = []  # what exceeds the equivalence tests' bars (DESIGN §10)
+    outside = []  # what exceeds the equivalence tests' bars (docs/equivalence.md)
     for what, step, file in (("gradients after step 1", 1, "gradients.safetensors"),
                              (f"weights after step {steps}", steps, "model.safetensors")):
         ref = dict(rows(tensors(ref_dir, step, file)))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (issue 7): one script for a lent GPU machine, which has CMake, ninja, nvcc and
+# The GPU check: one script for a lent GPU machine, which has CMake, ninja, nvcc and
 # PyTorch but no network, and may lack MPI, OpenBLAS and the header-only libraries. Two steps:
 #
 #   here (with the network):   scripts/gpu_check.sh --prepare

@@ -109,10 +109,12 @@ int main(int argc, char** argv) {
   Buffer fcp(ledger, MC::activations, {N, C}), out(ledger, MC::activations, {N, C});
   // Gradients of activations (workspace: they live for one backward pass).
   Buffer dout = filled(ledger, MC::workspace, {N, C}, 9, 1.0f);
-  Buffer dres1(ledger, MC::workspace, {N, C}), dx(ledger, MC::workspace, {N, C});
-  Buffer dfcp(ledger, MC::workspace, {N, C}), dgelu(ledger, MC::workspace, {N, F}), dfc(ledger, MC::workspace, {N, F});
-  Buffer dln2(ledger, MC::workspace, {N, C}), dproj(ledger, MC::workspace, {N, C}),
-      datty(ledger, MC::workspace, {N, C});
+  // The residual stream's gradient: dL/d out, then (after layernorm_2's backward) dL/d res1, then
+  // (after layernorm_1's) dL/d x. A residual add passes its gradient to both inputs unchanged, so
+  // each branch reads it as its output's gradient and adds into it through its LayerNorm.
+  Buffer dres(ledger, MC::workspace, {N, C});
+  Buffer dgelu(ledger, MC::workspace, {N, F}), dfc(ledger, MC::workspace, {N, F});
+  Buffer dln2(ledger, MC::workspace, {N, C}), datty(ledger, MC::workspace, {N, C});
   Buffer dqkv(ledger, MC::workspace, {N, 3 * C}), datt(ledger, MC::workspace, {B, NH, T, T});
   Buffer dln1(ledger, MC::workspace, {N, C});
 
@@ -146,35 +148,35 @@ int main(int argc, char** argv) {
             [&] { linear_forward(ctx, fcp.data(), gelu.data(), wfcp.data(), bfcp.data(), N, F, C); });
     use.run("fwd residual_2", [&] { residual_forward(ctx, out.data(), res1.data(), fcp.data(), int64_t{N} * C); });
     // backward (gradients accumulate, so clear the activation gradients first)
-    for (Buffer* b : {&dres1, &dx, &dfcp, &dgelu, &dfc, &dln2, &dproj, &datty, &dqkv, &dln1}) {
-      std::fill(b->data(), b->data() + b->numel(), 0.0f);
-    }
-    use.run("bwd residual_2", [&] { residual_backward(ctx, dres1.data(), dfcp.data(), dout.data(), int64_t{N} * C); });
+    for (Buffer* b : {&dgelu, &dfc, &dln2, &datty, &dqkv, &dln1}) std::fill(b->data(), b->data() + b->numel(), 0.0f);
+    std::copy(dout.data(), dout.data() + dout.numel(), dres.data());
     use.run("bwd linear mlp.c_proj", [&] {
-      linear_backward(ctx, dgelu.data(), dwfcp.data(), dbfcp.data(), dfcp.data(), gelu.data(), wfcp.data(), N, F, C);
+      linear_backward(ctx, {.dinp = dgelu.data(), .dweight = dwfcp.data(), .dbias = dbfcp.data()}, dres.data(),
+                      gelu.data(), wfcp.data(), N, F, C);
     });
     use.run("bwd gelu", [&] { gelu_backward(ctx, dfc.data(), fc.data(), dgelu.data(), int64_t{N} * F); });
     use.run("bwd linear mlp.c_fc", [&] {
-      linear_backward(ctx, dln2.data(), dwfc.data(), dbfc.data(), dfc.data(), ln2.data(), wfc.data(), N, C, F);
+      linear_backward(ctx, {.dinp = dln2.data(), .dweight = dwfc.data(), .dbias = dbfc.data()}, dfc.data(), ln2.data(),
+                      wfc.data(), N, C, F);
     });
     use.run("bwd layernorm_2", [&] {
-      layernorm_backward(ctx, dres1.data(), dln2w.data(), dln2b.data(), dln2.data(), res1.data(), ln2w.data(),
-                         m2.data(), r2.data(), N, C);
+      layernorm_backward(ctx, {.dinp = dres.data(), .dweight = dln2w.data(), .dbias = dln2b.data()}, dln2.data(),
+                         res1.data(), ln2w.data(), m2.data(), r2.data(), N, C);
     });
-    use.run("bwd residual_1", [&] { residual_backward(ctx, dx.data(), dproj.data(), dres1.data(), int64_t{N} * C); });
     use.run("bwd linear attn.c_proj", [&] {
-      linear_backward(ctx, datty.data(), dwproj.data(), dbproj.data(), dproj.data(), atty.data(), wproj.data(), N, C,
-                      C);
+      linear_backward(ctx, {.dinp = datty.data(), .dweight = dwproj.data(), .dbias = dbproj.data()}, dres.data(),
+                      atty.data(), wproj.data(), N, C, C);
     });
     use.run("bwd attention", [&] {
       attention_backward(ctx, dqkv.data(), datt.data(), datty.data(), qkv.data(), att.data(), B, T, C, NH, no_dropout);
     });
     use.run("bwd linear qkv", [&] {
-      linear_backward(ctx, dln1.data(), dwqkv.data(), dbqkv.data(), dqkv.data(), ln1.data(), wqkv.data(), N, C, 3 * C);
+      linear_backward(ctx, {.dinp = dln1.data(), .dweight = dwqkv.data(), .dbias = dbqkv.data()}, dqkv.data(),
+                      ln1.data(), wqkv.data(), N, C, 3 * C);
     });
     use.run("bwd layernorm_1", [&] {
-      layernorm_backward(ctx, dx.data(), dln1w.data(), dln1b.data(), dln1.data(), x.data(), ln1w.data(), m1.data(),
-                         r1.data(), N, C);
+      layernorm_backward(ctx, {.dinp = dres.data(), .dweight = dln1w.data(), .dbias = dln1b.data()}, dln1.data(),
+                         x.data(), ln1w.data(), m1.data(), r1.data(), N, C);
     });
   }
 
@@ -183,7 +185,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   double sq = 0.0;
-  sum_squares(ctx, &sq, dx.data(), int64_t{N} * C);
+  sum_squares(ctx, &sq, dres.data(), int64_t{N} * C);
   std::printf("one transformer block, forward and backward: B=%d T=%d C=%d NH=%d (median of %d repeats)\n", B, T, C, NH,
               repeats);
   timer.print();

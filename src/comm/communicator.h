@@ -1,4 +1,4 @@
-// The Communicator interface (DESIGN §9): the collectives the stages use, over a group of ranks.
+// The Communicator interface: the collectives the stages use, over a group of ranks.
 // Stage 2 needs all_reduce; stage 3 adds broadcast and reduce (SUMMA), all_gather and
 // reduce_scatter (the embedding) over the row_comm and col_comm of the q×q grid. Implementations:
 // MpiCommunicator (host memory); every completed call is counted in a CommLedger.

@@ -1,4 +1,4 @@
-// Choosing the communicator for a context's memory (issue 7): MPI for a CPU context; for a CUDA
+// Choosing the communicator for a context's memory: MPI for a CPU context; for a CUDA
 // context NCCL when every rank of a node has a GPU of its own, else the host-staged one (NCCL
 // refuses two ranks on one GPU). A flag forces either. Also the node-local rank, from which a
 // rank picks its GPU (local rank % GPUs on the node).

@@ -18,7 +18,7 @@ int Grid2D::side(int p) {
 
 Grid2D::Grid2D(Communicator& world)
     : world_(&world), q_(side(world.size())), i_(world.rank() / q_), j_(world.rank() % q_) {
-  // Same i → one row, ordered by j; same j → one column, ordered by i (DESIGN §8).
+  // Same i → one row, ordered by j; same j → one column, ordered by i.
   row_comm_ = world.split(i_, j_, "row");
   col_comm_ = world.split(j_, i_, "col");
 }

@@ -1,4 +1,4 @@
-// The process grids (DESIGN §3, §7, §8). Grid1D: stage 2's p ranks, all in one tensor-parallel
+// The process grids. Grid1D: stage 2's p ranks, all in one tensor-parallel
 // group. Grid2D: stage 3's q×q grid; rank r sits at row i = r / q, column j = r % q, and talks
 // along its row (row_comm, index j) and its column (col_comm, index i).
 #pragma once

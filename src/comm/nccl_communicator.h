@@ -1,5 +1,5 @@
-// NcclCommunicator: the Communicator over NCCL, for buffers in GPU memory, one rank per GPU
-// (issue 7), and OPTIMUS_NCCL_CHECK, the one macro every NCCL return code goes through. The group
+// NcclCommunicator: the Communicator over NCCL, for buffers in GPU memory, one rank per GPU,
+// and OPTIMUS_NCCL_CHECK, the one macro every NCCL return code goes through. The group
 // is bootstrapped over MPI: rank 0 makes an ncclUniqueId and MPI broadcasts it; row_comm and
 // col_comm come from ncclCommSplit. NCCL refuses two ranks on one GPU: StagedCommunicator covers
 // that case, and device_comm.h chooses between the two.

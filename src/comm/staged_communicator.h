@@ -1,6 +1,6 @@
 // StagedCommunicator: the Communicator for device buffers when NCCL cannot be used — several
 // ranks on one GPU, which NCCL refuses. Each collective copies the device buffer to host memory,
-// runs the MPI collective there, and copies the result back (issue 7; device_comm.h chooses it).
+// runs the MPI collective there, and copies the result back (device_comm.h chooses it).
 // Over a CPU context the copies are memcpy, so it is MPI with two extra copies (and testable
 // without a GPU).
 #pragma once

@@ -88,7 +88,7 @@ void copy_on_device(const Context& ctx, T* dst, const T* src, int64_t n) {
 }
 
 /// Waits until every op queued on the context has finished (a no-op on the CPU). Timing a GPU
-/// region needs it, or CUDA events, on both ends (DESIGN §12).
+/// region needs it, or CUDA events, on both ends.
 void synchronize(const Context& ctx);
 
 }  // namespace optimus::core

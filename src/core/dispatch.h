@@ -1,4 +1,4 @@
-// Backend dispatch for the ops (DESIGN §9): every op's CPU implementation in core/cpu/ starts with
+// Backend dispatch for the ops: every op's CPU implementation in core/cpu/ starts with
 //   OPTIMUS_DISPATCH(ctx, cuda::op_name(ctx, ...the same arguments...));
 // which, for a CUDA context, runs the CUDA implementation (core/cuda/cuda_ops.h) and returns; for a
 // CPU context it does nothing and the CPU code below it runs. In a build without the CUDA backend

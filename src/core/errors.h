@@ -1,4 +1,4 @@
-// The project's error types (DESIGN §11). A ConfigError is bad input that every rank detects in
+// The project's error types. A ConfigError is bad input that every rank detects in
 // the same way before any collective (a size not divisible, a world that is not a square, a file
 // that does not fit): rank 0 reports its one-sentence message and every rank exits non-zero.
 // Anything else that escapes on a single rank goes through World::abort, so no peer hangs.

@@ -1,10 +1,12 @@
-// The kernel core's ops (DESIGN §9): every piece of arithmetic the three stages do.
+// The kernel core's ops: every piece of arithmetic the three stages do.
 // Each op is a free function: the Context first, then outputs, then inputs, then sizes, the way
 // llm.c writes them. Each forward op has its backward beside it. Rules that hold for every op:
 //   - arrays are row-major float32; shapes are given in the comment, e.g. (N, C);
 //   - forward ops overwrite their outputs (ops named *_add add into them, as the comment says);
 //   - backward ops ACCUMULATE (+=) into every gradient output, so a tensor used twice (the tied
-//     wte, a residual stream) simply receives both contributions; callers zero gradients first;
+//     wte, a residual stream) simply receives both contributions. An op with the three gradients
+//     of a layer takes them as one LayerGrads named `add_to`; an activation gradient that one op
+//     makes is passed as zeroed(ctx, buffer) (both just below);
 //   - a gradient output may be nullptr when the caller does not need it.
 // The pieces with "partial" in their names compute over a block of columns; a serial op is the
 // same pieces over all columns, and the 2D stage puts a row all-reduce between them. That is how
@@ -15,8 +17,27 @@
 
 #include "core/context.h"
 #include "core/philox.h"
+#include "core/tensor.h"
 
 namespace optimus::core {
+
+// ---- gradient outputs -------------------------------------------------------------------------
+
+/// The gradients a backward op adds into (+=) for a layer with an input, a weight and a bias:
+/// dinp += ∂L/∂inp, dweight += ∂L/∂weight, dbias += ∂L/∂bias; a null member is not computed.
+/// Callers name the members, `{.dinp = d_ln, .dweight = dw.c_fc_w, .dbias = dw.c_fc_b}`, so a
+/// swapped pair shows at the call instead of compiling unseen.
+struct LayerGrads {
+  float* dinp = nullptr;
+  float* dweight = nullptr;
+  float* dbias = nullptr;
+};
+
+/// b's data, set to 0 first: the output of a backward op that makes an activation gradient on
+/// its own. The op adds into it, so `gelu_backward(ctx, zeroed(ctx, d_fch), ...)` leaves exactly
+/// that op's gradient in d_fch. (Parameter gradients collect from several ops and layers; they
+/// are zeroed once a step, by ParamSet::zero_grads.)
+float* zeroed(const Context& ctx, const Buffer& b);
 
 // ---- matrix products (OpenBLAS on the CPU, cuBLAS on the GPU) ---------------------------------
 
@@ -40,8 +61,9 @@ void matmul_backward(const Context& ctx, float* da, float* db, const float* dc, 
 /// A GPT-2 Conv1D linear layer: out (N, OC) = inp (N, C) * weight (C, OC) + bias (OC). bias may be null.
 void linear_forward(const Context& ctx, float* out, const float* inp, const float* weight, const float* bias, int N,
                     int C, int OC);
-/// dinp (N, C) += dout * weightᵀ; dweight (C, OC) += inpᵀ * dout; dbias (OC) += column sums of dout.
-void linear_backward(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+/// add_to: dinp (N, C) += dout * weightᵀ; dweight (C, OC) += inpᵀ * dout; dbias (OC) += column
+/// sums of dout.
+void linear_backward(const Context& ctx, const LayerGrads& add_to, const float* dout, const float* inp,
                      const float* weight, int N, int C, int OC);
 
 /// out (N, OC) += bias (OC) on every row. (Megatron and Optimus add some biases after a reduction.)
@@ -57,9 +79,9 @@ void bias_add_backward(const Context& ctx, float* dbias, const float* dout, int 
 /// mean (N) and rstd (N) are kept for backward.
 void layernorm_forward(const Context& ctx, float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int N, int C, float eps);
-/// dinp (N, C), dweight (C), dbias (C) += gradients, given the saved mean and rstd.
-void layernorm_backward(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
-                        const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C);
+/// add_to: dinp (N, C), dweight (C), dbias (C) += gradients, given the saved mean and rstd.
+void layernorm_backward(const Context& ctx, const LayerGrads& add_to, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C);
 
 // The pieces, for a row split over ranks: C is the local width, C_total the full width of a row.
 /// sum (N) = Σ_c inp[n, c] over the local columns (first pass).
@@ -89,10 +111,9 @@ void gelu_forward(const Context& ctx, float* out, const float* inp, int64_t n);
 /// dinp (n) += gelu'(inp) * dout.
 void gelu_backward(const Context& ctx, float* dinp, const float* inp, const float* dout, int64_t n);
 
-/// out (n) = a + b.
+/// out (n) = a + b. Its backward is no op: the gradient of out is that of a and of b, so a stage
+/// keeps the residual stream's gradient in one buffer and each branch's backward adds into it.
 void residual_forward(const Context& ctx, float* out, const float* a, const float* b, int64_t n);
-/// da (n) += dout; db (n) += dout.
-void residual_backward(const Context& ctx, float* da, float* db, const float* dout, int64_t n);
 
 /// Where a local block sits in its canonical tensor: the local array is (d0, d1, d2), the canonical
 /// one (g0, g1, g2), and local (a, b, c) is canonical (o0 + a, o1 + b, o2 + c). Activations
@@ -127,7 +148,7 @@ void dropout_forward(const Context& ctx, float* out, const float* inp, const Dro
 /// dinp (n) += mask * dout / (1 - p).
 void dropout_backward(const Context& ctx, float* dinp, const float* dout, const DropoutSpec& spec);
 
-/// x (n) = 0. (Gradients accumulate, so they are zeroed before each backward pass.)
+/// x (n) = 0.
 void zero(const Context& ctx, float* x, int64_t n);
 /// x (n) *= s.
 void scale(const Context& ctx, float* x, float s, int64_t n);

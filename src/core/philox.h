@@ -1,4 +1,4 @@
-// Counter-based randomness (DESIGN §5): every random number in the project is a pure function
+// Counter-based randomness: every random number in the project is a pure function
 // philox(key, counter) of Philox-4x32-10 from Random123. The key is (seed, stream); the counter
 // holds the *global* index of the element in its canonical tensor (and the training step), so a
 // rank that initialises or drops only its own shard gets exactly the numbers the serial run gets.
@@ -32,7 +32,7 @@ inline constexpr uint32_t kData = 0x30000000u;     // the batch sampler
 inline constexpr uint32_t kSample = 0x40000000u;   // token sampling at generation time
 }  // namespace streams
 
-/// Where dropout happens in a GPT (DESIGN §4). The embedding site uses layer 0.
+/// Where dropout happens in a GPT. The embedding site uses layer 0.
 enum class DropoutSite : uint32_t { embedding = 0, attention_probs = 1, attn_residual = 2, mlp_residual = 3 };
 
 inline PhiloxKey init_key(uint32_t seed, uint32_t parameter_index) {

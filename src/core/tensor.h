@@ -1,9 +1,8 @@
-// Tensor views and owning buffers: the kernel core's two ways of holding numbers.
-// A TensorView is a non-owning (pointer, shape, device) triple; a Buffer owns an allocation that is
-// recorded in a MemoryLedger under a category, and releases it (and its ledger entry) when destroyed.
-// Everything the stages hold lives in Buffers (token ids in IntBuffers); ops take raw pointers
-// taken from views. A Buffer on Device::cuda lives in the current GPU's memory (cuda_context makes
-// a GPU current), zero-initialised like a CPU one.
+// Shapes and owning buffers: how the kernel core holds numbers.
+// A Buffer owns an allocation that is recorded in a MemoryLedger under a category, and releases it
+// (and its ledger entry) when destroyed. Everything the stages hold lives in Buffers (token ids in
+// IntBuffers); ops take the raw pointers of Buffers. A Buffer on Device::cuda lives in the current
+// GPU's memory (cuda_context makes a GPU current), zero-initialised like a CPU one.
 #pragma once
 
 #include <cstddef>
@@ -35,16 +34,6 @@ struct Shape {
   bool operator==(const Shape& o) const { return dims == o.dims; }
 };
 
-/// A non-owning view of float32 numbers with a shape. Cheap to copy.
-struct TensorView {
-  float* data = nullptr;
-  Shape shape;
-  Device device = Device::cpu;
-
-  int64_t numel() const { return shape.numel(); }
-  size_t bytes() const { return static_cast<size_t>(numel()) * sizeof(float); }
-};
-
 /// An owning allocation of float32 numbers, recorded in a ledger under a category.
 /// Move-only; zero-initialised on the CPU. Allocation past the ledger's budget throws.
 class Buffer {
@@ -62,7 +51,6 @@ class Buffer {
   Device device() const { return device_; }
   int64_t numel() const { return shape_.numel(); }
   size_t bytes() const { return static_cast<size_t>(numel()) * sizeof(float); }
-  TensorView view() const { return {data_, shape_, device_}; }
 
  private:
   void release();

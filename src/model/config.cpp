@@ -41,7 +41,7 @@ GPTConfig GPTConfig::named(const std::string& name) {
     c.n_layer = 6, c.n_embd = 384, c.n_head = 6, c.n_positions = 256;
   } else if (name == "tiny9") {  // tiny with 9 heads of 32: 1D on 9 ranks and a 3×3 grid both fit
     c.n_layer = 4, c.n_embd = 288, c.n_head = 9, c.n_positions = 128;
-  } else if (name == "gpt2") {  // GPT-2 124M's shapes (DESIGN §4's model at full size)
+  } else if (name == "gpt2") {  // GPT-2 124M's shapes (the same model at full size)
     c.n_layer = 12, c.n_embd = 768, c.n_head = 12, c.n_positions = 1024, c.vocab_size = 50304;
   } else {
     throw ConfigError("unknown model name '" + name + "'; the named models are tiny, small, tiny9 and gpt2");

@@ -1,4 +1,4 @@
-// GPTConfig: the shape of the model every stage builds (DESIGN §3, §4), with validation that turns
+// GPTConfig: the shape of the model every stage builds, with validation that turns
 // each bad value into one clear sentence. The same struct is written to and read from a
 // checkpoint's config.json (Hugging Face GPT-2 keys).
 #pragma once

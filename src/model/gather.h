@@ -1,4 +1,4 @@
-// Gather and scatter between shards and canonical tensors, for any layout (DESIGN §6): the tests
+// Gather and scatter between shards and canonical tensors, for any layout: the tests
 // compare stages on canonical tensors, and checkpoints are written and read in canonical form.
 // Canonical tensors are host vectors. A shard may live on a GPU: the versions that take a Context
 // stage it through host memory, and the gathers run on a host communicator (the World's MPI one),

@@ -1,8 +1,10 @@
 // ParamSet: creation, initialisation and whole-set gradient operations.
 #include "model/param_set.h"
 
+#include <cmath>
 #include <stdexcept>
 
+#include "comm/scalar.h"
 #include "core/ops.h"
 
 namespace optimus::model {
@@ -58,6 +60,17 @@ double ParamSet::owned_grad_sum_squares(const core::Context& ctx) const {
 
 void ParamSet::scale_grads(const core::Context& ctx, float s) {
   for (auto& t : tensors) core::scale(ctx, t.grad.data(), s, t.grad.numel());
+}
+
+float clip_grad_norm(ParamSet& params, const core::Context& ctx, comm::Communicator* model_group, float max_norm) {
+  double sumsq = params.owned_grad_sum_squares(ctx);  // replicated tensors: their owner's copy only
+  if (model_group != nullptr) sumsq = comm::all_reduce_scalar(*model_group, ctx, sumsq);
+  const double norm = std::sqrt(sumsq);
+  if (max_norm > 0.0f) {
+    const double coef = static_cast<double>(max_norm) / (norm + 1e-6);
+    if (coef < 1.0) params.scale_grads(ctx, static_cast<float>(coef));
+  }
+  return static_cast<float>(norm);
 }
 
 }  // namespace optimus::model

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "core/context.h"
 #include "core/tensor.h"
 #include "model/params.h"
@@ -31,10 +32,9 @@ struct ParamSet {
   static ParamSet create(const GPTConfig& config, const core::Context& ctx,
                          const std::function<ShardSpec(const ParamInfo&)>& spec_of, uint32_t seed);
 
+  /// The tensor of a canonical name (a linear search: stages resolve names once, model/named_params.h).
   ParamTensor& at(const std::string& name);
   const ParamTensor& at(const std::string& name) const;
-  float* value(const std::string& name) { return at(name).value.data(); }
-  float* grad(const std::string& name) { return at(name).grad.data(); }
 
   void zero_grads();
   /// Σ grad² over the shards this rank owns (the rank's share of the squared gradient norm).
@@ -42,5 +42,12 @@ struct ParamSet {
   /// Multiplies every gradient by s.
   void scale_grads(const core::Context& ctx, float s);
 };
+
+/// Clips the gradients to a global norm of max_norm as torch.nn.utils.clip_grad_norm_ does
+/// (scaled by max_norm / (norm + 1e-6) when that is below 1; max_norm <= 0: no clipping) and
+/// returns the norm before clipping. The norm counts every canonical element once: each rank's
+/// owned shards, summed over `model_group`, the ranks that hold one model between them (one
+/// all-reduce of a double), or nullptr when one rank holds the whole model.
+float clip_grad_norm(ParamSet& params, const core::Context& ctx, comm::Communicator* model_group, float max_norm);
 
 }  // namespace optimus::model

@@ -1,4 +1,4 @@
-// The canonical parameter list (DESIGN §6): every tensor of the model by its Hugging Face GPT-2
+// The canonical parameter list: every tensor of the model by its Hugging Face GPT-2
 // name, its canonical shape and its initialisation rule, in one fixed order. The position in this
 // list is the parameter's index, which keys its Philox stream: that is how every layout draws the
 // same initial weights. Stages hold shards of these tensors (model/shard.h).

@@ -1,8 +1,8 @@
 // A small reader and writer of the safetensors format (https://github.com/huggingface/safetensors),
-// the file format of our checkpoints (DESIGN §6): an 8-byte little-endian header length N, N bytes
+// the file format of our checkpoints: an 8-byte little-endian header length N, N bytes
 // of JSON {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}, then the
 // tensors' bytes back to back. Only F32 and I32 tensors, which is all the model and its training
-// state use. Reading checks every promise the header makes against the file (DESIGN §11).
+// state use. Reading checks every promise the header makes against the file.
 #pragma once
 
 #include <cstdint>

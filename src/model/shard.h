@@ -1,4 +1,4 @@
-// Shard specs (DESIGN §6): how a rank holds a canonical tensor. Along each dimension the local
+// Shard specs: how a rank holds a canonical tensor. Along each dimension the local
 // indices are a concatenation of segments of canonical indices; e.g. a 1D rank r of 4 holds the
 // c_attn columns {Q of its heads, K of its heads, V of its heads} = three segments of C/4 columns.
 // One spec type drives initialisation (draw the canonical element's value), gather (place local

@@ -1,4 +1,4 @@
-// Vocab-parallel softmax cross-entropy (chapter 2, DESIGN §7; chapter 3 uses it along the grid's
+// Vocab-parallel softmax cross-entropy (chapter 2; chapter 3 uses it along the grid's
 // rows, so it lives here, below both stages): each rank holds the logits of its
 // vocabulary columns and never sees the others. Three all-reduces of N numbers each — the row max,
 // the sum of exponentials, the target's logit — give every rank the full-row loss. The pieces are

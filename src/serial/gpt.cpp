@@ -3,9 +3,6 @@
 // each branch's backward adds into it, which is the chain rule of x + f(x).
 #include "serial/gpt.h"
 
-#include <cmath>
-
-#include "core/errors.h"
 #include "core/ops.h"
 
 namespace optimus::serial {
@@ -20,6 +17,8 @@ GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed
   config_.validate();
   params_ = model::ParamSet::create(
       config_, ctx_, [](const model::ParamInfo& p) { return model::ShardSpec::whole(p.shape); }, seed_);
+  param_ = model::ModelParams::values(params_);
+  grad_ = model::ModelParams::grads(params_);
 }
 
 // Activation and scratch buffers for batch shape (B, T), allocated once and kept while it lasts.
@@ -33,6 +32,7 @@ void GPT::ensure_buffers(int B, int T) {
   };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
+  acts_.block = {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = C, .h0 = 0, .NHl = NH};
   // The token ids are the step's input, recorded as workspace (the activation formulas count floats).
   acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
@@ -56,40 +56,27 @@ void GPT::ensure_buffers(int B, int T) {
   scratch_.d_fch = tmp({N, F}), scratch_.d_fch_gelu = tmp({N, F}), scratch_.d_logits = tmp({N, V});
 }
 
-// The dropout of one site: on the whole (B*T, C) activation, or on the (B, NH, T*T) probabilities.
+// The dropout of one site, on the whole activation (one device holds all of it).
 core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
-  core::DropoutSpec d;
-  d.p = train_ ? config_.dropout : 0.0f;
-  d.key = core::dropout_key(seed_, static_cast<uint32_t>(layer), site);
-  d.step = step_;
-  const int64_t B = acts_.B, T = acts_.T;
-  if (site == DropoutSite::attention_probs) {
-    const int64_t dims[3] = {B, config_.n_head, T * T};
-    for (int k = 0; k < 3; ++k) d.block.dim[k] = d.block.global_dim[k] = dims[k];
-  } else {
-    d.block = core::GlobalBlock::matrix(B * T, config_.n_embd, 0, 0, B * T, config_.n_embd);
-  }
-  return d;
+  return model::dropout_spec(config_, acts_.block, seed_, step_, train_, layer, site);
 }
 
 // ---- forward ------------------------------------------------------------------------------------
 
 float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train) {
-  if (T > config_.n_positions) {
-    throw core::ConfigError("the sequence length " + std::to_string(T) + " exceeds the model's n_positions " +
-                            std::to_string(config_.n_positions));
-  }
+  model::check_sequence_length(config_, T);
   ensure_buffers(B, T);
   step_ = step;
   train_ = train;
   const int N = B * T, C = config_.n_embd, V = config_.vocab_size;
+  const float eps = config_.layer_norm_epsilon;
+  const model::ModelParams& w = param_;
   core::copy_to_device(ctx_, acts_.inputs.data(), inputs, N);
   core::copy_to_device(ctx_, acts_.targets.data(), targets, N);
-  float* wte = params_.value("transformer.wte.weight");
 
   // Embedding: token rows plus position rows, then dropout (in place).
-  core::embedding_forward(ctx_, acts_.encoded.data(), acts_.inputs.data(), wte, N, C, 0, V);
-  core::position_add_forward(ctx_, acts_.encoded.data(), params_.value("transformer.wpe.weight"), B, T, C);
+  core::embedding_forward(ctx_, acts_.encoded.data(), acts_.inputs.data(), w.wte, N, C, 0, V);
+  core::position_add_forward(ctx_, acts_.encoded.data(), w.wpe, B, T, C);
   core::dropout_forward(ctx_, acts_.encoded.data(), acts_.encoded.data(), dropout_spec(0, DropoutSite::embedding));
 
   const float* x = acts_.encoded.data();
@@ -99,10 +86,9 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   }
 
   // Final LayerNorm, tied LM head (logits = lnf · wteᵀ), cross-entropy.
-  core::layernorm_forward(ctx_, acts_.lnf.data(), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), x,
-                          params_.value("transformer.ln_f.weight"), params_.value("transformer.ln_f.bias"), N, C,
-                          config_.layer_norm_epsilon);
-  core::matmul(ctx_, acts_.logits.data(), acts_.lnf.data(), wte, N, V, C, Trans::no, Trans::yes);
+  core::layernorm_forward(ctx_, acts_.lnf.data(), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), x, w.ln_f_w, w.ln_f_b,
+                          N, C, eps);
+  core::matmul(ctx_, acts_.logits.data(), acts_.lnf.data(), w.wte, N, V, C, Trans::no, Trans::yes);
   core::crossentropy_forward(ctx_, acts_.losses.data(), acts_.ce_max.data(), acts_.ce_sumexp.data(),
                              acts_.logits.data(), acts_.targets.data(), N, V, V);
   double sum = 0.0;
@@ -113,54 +99,45 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
 // One block: x → x + drop(c_proj(attn(ln_1(x)))) → + drop(mlp(ln_2(·))).
 void GPT::block_forward(int l, const float* x) {
   BlockActivations& a = acts_.blocks[static_cast<size_t>(l)];
+  const model::BlockParams& w = param_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, F = config_.ffn(), NH = config_.n_head;
-  const std::string h = "transformer.h." + std::to_string(l) + ".";
+  const float eps = config_.layer_norm_epsilon;
 
-  core::layernorm_forward(ctx_, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, params_.value(h + "ln_1.weight"),
-                          params_.value(h + "ln_1.bias"), N, C, config_.layer_norm_epsilon);
-  core::linear_forward(ctx_, a.qkv.data(), a.ln1.data(), params_.value(h + "attn.c_attn.weight"),
-                       params_.value(h + "attn.c_attn.bias"), N, C, 3 * C);
+  core::layernorm_forward(ctx_, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, w.ln_1_w, w.ln_1_b, N, C, eps);
+  core::linear_forward(ctx_, a.qkv.data(), a.ln1.data(), w.c_attn_w, w.c_attn_b, N, C, 3 * C);
   core::attention_forward(ctx_, a.atty.data(), a.att.data(), a.qkv.data(), B, T, C, NH,
                           dropout_spec(l, DropoutSite::attention_probs));
-  core::linear_forward(ctx_, a.attproj.data(), a.atty.data(), params_.value(h + "attn.c_proj.weight"),
-                       params_.value(h + "attn.c_proj.bias"), N, C, C);
+  core::linear_forward(ctx_, a.attproj.data(), a.atty.data(), w.attn_proj_w, w.attn_proj_b, N, C, C);
   core::dropout_forward(ctx_, a.attproj.data(), a.attproj.data(), dropout_spec(l, DropoutSite::attn_residual));
   core::residual_forward(ctx_, a.res1.data(), x, a.attproj.data(), int64_t{N} * C);
 
-  core::layernorm_forward(ctx_, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(),
-                          params_.value(h + "ln_2.weight"), params_.value(h + "ln_2.bias"), N, C,
-                          config_.layer_norm_epsilon);
-  core::linear_forward(ctx_, a.fch.data(), a.ln2.data(), params_.value(h + "mlp.c_fc.weight"),
-                       params_.value(h + "mlp.c_fc.bias"), N, C, F);
+  core::layernorm_forward(ctx_, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(), w.ln_2_w, w.ln_2_b,
+                          N, C, eps);
+  core::linear_forward(ctx_, a.fch.data(), a.ln2.data(), w.c_fc_w, w.c_fc_b, N, C, F);
   core::gelu_forward(ctx_, a.fch_gelu.data(), a.fch.data(), int64_t{N} * F);
-  core::linear_forward(ctx_, a.fcproj.data(), a.fch_gelu.data(), params_.value(h + "mlp.c_proj.weight"),
-                       params_.value(h + "mlp.c_proj.bias"), N, F, C);
+  core::linear_forward(ctx_, a.fcproj.data(), a.fch_gelu.data(), w.mlp_proj_w, w.mlp_proj_b, N, F, C);
   core::dropout_forward(ctx_, a.fcproj.data(), a.fcproj.data(), dropout_spec(l, DropoutSite::mlp_residual));
   core::residual_forward(ctx_, a.res2.data(), a.res1.data(), a.fcproj.data(), int64_t{N} * C);
 }
 
 // ---- backward -----------------------------------------------------------------------------------
+// Every op adds into its gradient outputs: the parameters' gradients (zeroed once a step by the
+// caller) collect from every use, and an activation gradient that one op makes is passed zeroed.
 
 void GPT::backward() {
   const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, V = config_.vocab_size;
   BackwardScratch& s = scratch_;
-  float* wte = params_.value("transformer.wte.weight");
-  float* dwte = params_.grad("transformer.wte.weight");
+  const model::ModelParams &w = param_, &dw = grad_;
 
   // Loss: the mean over N tokens, so each token's loss has gradient 1/N.
-  core::zero(ctx_, s.d_logits.data(), s.d_logits.numel());
-  core::crossentropy_backward(ctx_, s.d_logits.data(), acts_.logits.data(), acts_.ce_max.data(), acts_.ce_sumexp.data(),
-                              acts_.targets.data(), 1.0f / static_cast<float>(N), N, V, 0, V);
+  core::crossentropy_backward(ctx_, core::zeroed(ctx_, s.d_logits), acts_.logits.data(), acts_.ce_max.data(),
+                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(N), N, V, 0, V);
   // LM head: d_lnf = d_logits · wte; dwte += d_logitsᵀ · lnf (the first of wte's two gradients).
-  core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
-  core::matmul_backward(ctx_, s.d_ln.data(), dwte, s.d_logits.data(), acts_.lnf.data(), wte, N, V, C, Trans::no,
-                        Trans::yes);
+  core::matmul_backward(ctx_, core::zeroed(ctx_, s.d_ln), dw.wte, s.d_logits.data(), acts_.lnf.data(), w.wte, N, V, C,
+                        Trans::no, Trans::yes);
   const float* x_last = config_.n_layer > 0 ? acts_.blocks.back().res2.data() : acts_.encoded.data();
-  core::zero(ctx_, s.d_res.data(), s.d_res.numel());
-  core::layernorm_backward(ctx_, s.d_res.data(), params_.grad("transformer.ln_f.weight"),
-                           params_.grad("transformer.ln_f.bias"), s.d_ln.data(), x_last,
-                           params_.value("transformer.ln_f.weight"), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), N,
-                           C);
+  core::layernorm_backward(ctx_, {.dinp = core::zeroed(ctx_, s.d_res), .dweight = dw.ln_f_w, .dbias = dw.ln_f_b},
+                           s.d_ln.data(), x_last, w.ln_f_w, acts_.lnf_mean.data(), acts_.lnf_rstd.data(), N, C);
 
   for (int l = config_.n_layer - 1; l >= 0; --l) {
     const float* x = l == 0 ? acts_.encoded.data() : acts_.blocks[static_cast<size_t>(l - 1)].res2.data();
@@ -168,63 +145,47 @@ void GPT::backward() {
   }
 
   // Embedding: through its dropout, then scatter-add into wte (its second gradient) and wpe.
-  core::zero(ctx_, s.d_branch.data(), s.d_branch.numel());
-  core::dropout_backward(ctx_, s.d_branch.data(), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
-  core::embedding_backward(ctx_, dwte, s.d_branch.data(), acts_.inputs.data(), N, C, 0, V);
-  core::position_add_backward(ctx_, params_.grad("transformer.wpe.weight"), s.d_branch.data(), B, T, C);
+  core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
+  core::embedding_backward(ctx_, dw.wte, s.d_branch.data(), acts_.inputs.data(), N, C, 0, V);
+  core::position_add_backward(ctx_, dw.wpe, s.d_branch.data(), B, T, C);
 }
 
 // On entry s.d_res = dL/d(block output); on exit s.d_res = dL/dx (the block's input).
 void GPT::block_backward(int l, const float* x) {
   BlockActivations& a = acts_.blocks[static_cast<size_t>(l)];
   BackwardScratch& s = scratch_;
+  const model::BlockParams &w = param_.blocks[static_cast<size_t>(l)], &dw = grad_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, F = config_.ffn(), NH = config_.n_head;
-  const std::string h = "transformer.h." + std::to_string(l) + ".";
 
   // MLP branch: res2 = res1 + drop(c_proj(gelu(c_fc(ln_2(res1))))). d_res already is dL/dres1's
   // identity part; the branch adds the rest through ln_2.
-  core::zero(ctx_, s.d_branch.data(), s.d_branch.numel());
-  core::dropout_backward(ctx_, s.d_branch.data(), s.d_res.data(), dropout_spec(l, DropoutSite::mlp_residual));
-  core::zero(ctx_, s.d_fch_gelu.data(), s.d_fch_gelu.numel());
-  core::linear_backward(ctx_, s.d_fch_gelu.data(), params_.grad(h + "mlp.c_proj.weight"),
-                        params_.grad(h + "mlp.c_proj.bias"), s.d_branch.data(), a.fch_gelu.data(),
-                        params_.value(h + "mlp.c_proj.weight"), N, F, C);
-  core::zero(ctx_, s.d_fch.data(), s.d_fch.numel());
-  core::gelu_backward(ctx_, s.d_fch.data(), a.fch.data(), s.d_fch_gelu.data(), int64_t{N} * F);
-  core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
-  core::linear_backward(ctx_, s.d_ln.data(), params_.grad(h + "mlp.c_fc.weight"), params_.grad(h + "mlp.c_fc.bias"),
-                        s.d_fch.data(), a.ln2.data(), params_.value(h + "mlp.c_fc.weight"), N, C, F);
-  core::layernorm_backward(ctx_, s.d_res.data(), params_.grad(h + "ln_2.weight"), params_.grad(h + "ln_2.bias"),
-                           s.d_ln.data(), a.res1.data(), params_.value(h + "ln_2.weight"), a.ln2_mean.data(),
-                           a.ln2_rstd.data(), N, C);
+  core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(),
+                         dropout_spec(l, DropoutSite::mlp_residual));
+  core::linear_backward(ctx_,
+                        {.dinp = core::zeroed(ctx_, s.d_fch_gelu), .dweight = dw.mlp_proj_w, .dbias = dw.mlp_proj_b},
+                        s.d_branch.data(), a.fch_gelu.data(), w.mlp_proj_w, N, F, C);
+  core::gelu_backward(ctx_, core::zeroed(ctx_, s.d_fch), a.fch.data(), s.d_fch_gelu.data(), int64_t{N} * F);
+  core::linear_backward(ctx_, {.dinp = core::zeroed(ctx_, s.d_ln), .dweight = dw.c_fc_w, .dbias = dw.c_fc_b},
+                        s.d_fch.data(), a.ln2.data(), w.c_fc_w, N, C, F);
+  core::layernorm_backward(ctx_, {.dinp = s.d_res.data(), .dweight = dw.ln_2_w, .dbias = dw.ln_2_b}, s.d_ln.data(),
+                           a.res1.data(), w.ln_2_w, a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
 
   // Attention branch: res1 = x + drop(c_proj(attention(c_attn(ln_1(x))))).
-  core::zero(ctx_, s.d_branch.data(), s.d_branch.numel());
-  core::dropout_backward(ctx_, s.d_branch.data(), s.d_res.data(), dropout_spec(l, DropoutSite::attn_residual));
-  core::zero(ctx_, s.d_atty.data(), s.d_atty.numel());
-  core::linear_backward(ctx_, s.d_atty.data(), params_.grad(h + "attn.c_proj.weight"),
-                        params_.grad(h + "attn.c_proj.bias"), s.d_branch.data(), a.atty.data(),
-                        params_.value(h + "attn.c_proj.weight"), N, C, C);
-  core::zero(ctx_, s.d_qkv.data(), s.d_qkv.numel());
-  core::attention_backward(ctx_, s.d_qkv.data(), s.d_att.data(), s.d_atty.data(), a.qkv.data(), a.att.data(), B, T, C,
-                           NH, dropout_spec(l, DropoutSite::attention_probs));
-  core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
-  core::linear_backward(ctx_, s.d_ln.data(), params_.grad(h + "attn.c_attn.weight"),
-                        params_.grad(h + "attn.c_attn.bias"), s.d_qkv.data(), a.ln1.data(),
-                        params_.value(h + "attn.c_attn.weight"), N, C, 3 * C);
-  core::layernorm_backward(ctx_, s.d_res.data(), params_.grad(h + "ln_1.weight"), params_.grad(h + "ln_1.bias"),
-                           s.d_ln.data(), x, params_.value(h + "ln_1.weight"), a.ln1_mean.data(), a.ln1_rstd.data(), N,
-                           C);
+  core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(),
+                         dropout_spec(l, DropoutSite::attn_residual));
+  core::linear_backward(ctx_,
+                        {.dinp = core::zeroed(ctx_, s.d_atty), .dweight = dw.attn_proj_w, .dbias = dw.attn_proj_b},
+                        s.d_branch.data(), a.atty.data(), w.attn_proj_w, N, C, C);
+  core::attention_backward(ctx_, core::zeroed(ctx_, s.d_qkv), s.d_att.data(), s.d_atty.data(), a.qkv.data(),
+                           a.att.data(), B, T, C, NH, dropout_spec(l, DropoutSite::attention_probs));
+  core::linear_backward(ctx_, {.dinp = core::zeroed(ctx_, s.d_ln), .dweight = dw.c_attn_w, .dbias = dw.c_attn_b},
+                        s.d_qkv.data(), a.ln1.data(), w.c_attn_w, N, C, 3 * C);
+  core::layernorm_backward(ctx_, {.dinp = s.d_res.data(), .dweight = dw.ln_1_w, .dbias = dw.ln_1_b}, s.d_ln.data(), x,
+                           w.ln_1_w, a.ln1_mean.data(), a.ln1_rstd.data(), N, C);
 }
 
 float GPT::clip_gradients(float max_norm) {
-  const double norm = std::sqrt(params_.owned_grad_sum_squares(ctx_));
-  if (max_norm > 0.0f) {
-    // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
-    const double coef = static_cast<double>(max_norm) / (norm + 1e-6);
-    if (coef < 1.0) params_.scale_grads(ctx_, static_cast<float>(coef));
-  }
-  return static_cast<float>(norm);
+  return model::clip_grad_norm(params_, ctx_, nullptr, max_norm);
 }
 
 }  // namespace optimus::serial

@@ -1,4 +1,4 @@
-// Stage 1 (chapter 1): the GPT of DESIGN §4 on one device, built only from the core's ops.
+// Stage 1 (chapter 1): the GPT-2 model on one device, built only from the core's ops.
 // forward() runs embedding → L blocks → ln_f → tied LM head → mean cross-entropy and keeps the
 // activations; backward() walks the same path in reverse, accumulating into the parameters'
 // gradients. Activations are allocated once per batch shape through the ledger, on the context's
@@ -11,8 +11,10 @@
 #include "core/context.h"
 #include "core/ops.h"
 #include "core/tensor.h"
+#include "model/activation_block.h"
 #include "model/config.h"
 #include "model/gather.h"
+#include "model/named_params.h"
 #include "model/param_set.h"
 
 namespace optimus::serial {
@@ -34,6 +36,7 @@ struct BlockActivations {
 /// Everything the forward pass keeps, for one batch shape (B, T).
 struct Activations {
   int B = 0, T = 0;
+  model::ActivationBlock block;            // the whole batch: one device holds all of it
   core::IntBuffer inputs, targets;         // (B, T) token ids, copied from the host batch
   core::Buffer encoded;                    // (N, C) wte[tok] + wpe[t], after dropout
   std::vector<BlockActivations> blocks;    // L of them
@@ -57,7 +60,8 @@ struct BackwardScratch {
 
 class GPT {
  public:
-  /// A freshly initialised model (Philox under `seed`, DESIGN §5). Dropout masks also use `seed`.
+  /// A freshly initialised model (Philox under `seed`, keyed by canonical indices, so every layout
+  /// draws the same weights). Dropout masks also use `seed`.
   GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed);
 
   /// Runs the forward pass on inputs and targets (B, T), host memory, and returns the mean loss
@@ -90,6 +94,8 @@ class GPT {
   core::Context ctx_;
   uint32_t seed_;
   model::ParamSet params_;
+  model::ModelParams param_;  // params_'s values by name
+  model::ModelParams grad_;   // params_'s gradients by name
   Activations acts_;
   BackwardScratch scratch_;
   uint32_t step_ = 0;

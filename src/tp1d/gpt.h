@@ -1,4 +1,4 @@
-// Stage 2 (chapter 2): the GPT of DESIGN §4 with Megatron's 1D tensor parallelism over p ranks.
+// Stage 2 (chapter 2): the GPT-2 model with Megatron's 1D tensor parallelism over p ranks.
 // Weights are split (tp1d/shard_1d.h); activations (B*T, C) are replicated on every rank. Each
 // attention and MLP branch is f → column-parallel linear → local work → row-parallel linear → g;
 // the embedding and the loss are vocab-parallel. The code follows serial::GPT line by line, so a
@@ -12,8 +12,10 @@
 #include "core/context.h"
 #include "core/ops.h"
 #include "core/tensor.h"
+#include "model/activation_block.h"
 #include "model/config.h"
 #include "model/gather.h"
+#include "model/named_params.h"
 #include "model/param_set.h"
 
 namespace optimus::tp1d {
@@ -34,6 +36,7 @@ struct BlockActivations {
 
 struct Activations {
   int B = 0, T = 0;
+  model::ActivationBlock block;     // every row and column; of the heads, this rank's NH/p
   core::IntBuffer inputs, targets;  // (B, T) every rank holds the whole batch
   core::Buffer encoded;             // (N, C)
   std::vector<BlockActivations> blocks;
@@ -86,6 +89,8 @@ class GPT {
   comm::Grid1D grid_;
   int p_, r_;
   model::ParamSet params_;
+  model::ModelParams param_;  // params_'s values by name
+  model::ModelParams grad_;   // params_'s gradients by name
   Activations acts_;
   BackwardScratch scratch_;
   uint32_t step_ = 0;

@@ -12,11 +12,10 @@ void column_parallel_linear_forward(const core::Context& ctx, float* out, const 
   core::linear_forward(ctx, out, inp, w, b, N, C, OCp);
 }
 
-void column_parallel_linear_backward(const core::Context& ctx, comm::Communicator& tp, float* dinp, float* dw,
-                                     float* db, const float* dout, const float* inp, const float* w, int N, int C,
-                                     int OCp) {
-  core::linear_backward(ctx, dinp, dw, db, dout, inp, w, N, C, OCp);
-  f_backward(tp, dinp, int64_t{N} * C);
+void column_parallel_linear_backward(const core::Context& ctx, comm::Communicator& tp, const core::LayerGrads& add_to,
+                                     const float* dout, const float* inp, const float* w, int N, int C, int OCp) {
+  core::linear_backward(ctx, add_to, dout, inp, w, N, C, OCp);
+  f_backward(tp, add_to.dinp, int64_t{N} * C);
 }
 
 void row_parallel_linear_forward(const core::Context& ctx, comm::Communicator& tp, float* out, const float* inp,
@@ -26,11 +25,11 @@ void row_parallel_linear_forward(const core::Context& ctx, comm::Communicator& t
   if (b != nullptr) core::bias_add_forward(ctx, out, b, N, OC);
 }
 
-void row_parallel_linear_backward(const core::Context& ctx, float* dinp, float* dw, float* db, const float* dout,
+void row_parallel_linear_backward(const core::Context& ctx, const core::LayerGrads& add_to, const float* dout,
                                   const float* inp, const float* w, int N, int Cp, int OC) {
-  if (db != nullptr) core::bias_add_backward(ctx, db, dout, N, OC);
+  if (add_to.dbias != nullptr) core::bias_add_backward(ctx, add_to.dbias, dout, N, OC);
   g_backward();
-  core::linear_backward(ctx, dinp, dw, nullptr, dout, inp, w, N, Cp, OC);
+  core::linear_backward(ctx, {.dinp = add_to.dinp, .dweight = add_to.dweight}, dout, inp, w, N, Cp, OC);
 }
 
 void vocab_parallel_embedding_forward(const core::Context& ctx, comm::Communicator& tp, float* out, const int* tokens,

@@ -1,4 +1,4 @@
-// The two conjugate operators of Megatron's tensor parallelism (chapter 2, DESIGN §7), in the
+// The two conjugate operators of Megatron's tensor parallelism (chapter 2), in the
 // Megatron vocabulary. In a hand-written forward and backward pass each is a pair of functions:
 //   f: identity forward, all-reduce backward — where replicated activations enter a parallel region;
 //   g: all-reduce forward, identity backward — where partial sums leave it.

@@ -1,4 +1,4 @@
-// How Megatron 1D holds each canonical tensor (DESIGN §6, the 1D column): rank r of p holds the
+// How Megatron 1D holds each canonical tensor: rank r of p holds the
 // vocabulary rows [r·Vp, (r+1)·Vp) of wte, Vp = ⌈V/p⌉ (the last ranks' rows past V are zero
 // padding, so V need not be divisible by p), head group r's columns of c_attn (its Q, then K, then
 // V columns) and rows of attn.c_proj, the F/p columns of mlp.c_fc and rows of mlp.c_proj; the

@@ -6,8 +6,6 @@
 // bucket); one world all-reduce for the gradient norm.
 #include "tp2d/gpt.h"
 
-#include <cmath>
-
 #include "comm/scalar.h"
 #include "core/errors.h"
 #include "tp2d/layers.h"
@@ -20,28 +18,6 @@ using core::Buffer;
 using core::DropoutSite;
 using core::MemoryCategory;
 
-namespace {
-
-// The 1-D parameters (and wpe): column j's slice, replicated down column j (DESIGN §8). Each rank's
-// backward adds its rows' share of their gradients; the column all-reduce sums the shares.
-bool column_replicated(model::ParamKind kind) {
-  using model::ParamKind;
-  switch (kind) {
-    case ParamKind::position_embedding:
-    case ParamKind::norm_weight:
-    case ParamKind::norm_bias:
-    case ParamKind::attn_qkv_bias:
-    case ParamKind::attn_proj_bias:
-    case ParamKind::mlp_fc_bias:
-    case ParamKind::mlp_proj_bias:
-      return true;
-    default:
-      return false;
-  }
-}
-
-}  // namespace
-
 GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid2D& grid)
     : config_(config), ctx_(ctx), seed_(seed), grid_(grid), q_(grid.q()), i_(grid.i()), j_(grid.j()) {
   config_.validate();
@@ -50,6 +26,8 @@ GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed
   const int q = q_, i = i_, j = j_;
   params_ = model::ParamSet::create(
       config_, ctx_, [q, i, j](const model::ParamInfo& info) { return spec_2d(info, q, i, j); }, seed_);
+  param_ = model::ModelParams::values(params_);
+  grad_ = model::ModelParams::grads(params_);
 }
 
 model::SpecOfRank GPT::spec_of() const {
@@ -68,6 +46,7 @@ void GPT::ensure_buffers(int B, int T) {
   };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
+  acts_.block = {.B = B, .T = T, .b0 = i_ * Bb, .Bl = Bb, .c0 = j_ * Cb, .Cl = Cb, .h0 = j_ * NHb, .NHl = NHb};
   acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {Bb, T}, ctx_.device);
   acts_.encoded = act({Nb, Cb});
@@ -94,31 +73,15 @@ void GPT::ensure_buffers(int B, int T) {
 // rows [i·N/q, (i+1)·N/q) and columns [j·C/q, (j+1)·C/q) of the canonical (N, C); the attention
 // probabilities of my (batch block, head group) are the block (B/q, NH/q, T*T) at offset
 // (i·B/q, j·NH/q, 0) of the canonical (B, NH, T*T). (The original Optimus code drew the same mask
-// on every tile: DESIGN §8.)
+// on every tile, which correlates the tiles' dropout.)
 core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
-  core::DropoutSpec d;
-  d.p = train_ ? config_.dropout : 0.0f;
-  d.key = core::dropout_key(seed_, static_cast<uint32_t>(layer), site);
-  d.step = step_;
-  const int64_t B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, NH = config_.n_head;
-  const int64_t Bb = B / q_, NHb = NH / q_, Nb = N / q_, Cb = C / q_;
-  if (site == DropoutSite::attention_probs) {
-    const int64_t dims[3] = {Bb, NHb, T * T}, offsets[3] = {i_ * Bb, j_ * NHb, 0}, global[3] = {B, NH, T * T};
-    for (int k = 0; k < 3; ++k)
-      d.block.dim[k] = dims[k], d.block.offset[k] = offsets[k], d.block.global_dim[k] = global[k];
-  } else {
-    d.block = core::GlobalBlock::matrix(Nb, Cb, i_ * Nb, j_ * Cb, N, C);
-  }
-  return d;
+  return model::dropout_spec(config_, acts_.block, seed_, step_, train_, layer, site);
 }
 
 // ---- forward ------------------------------------------------------------------------------------
 
 float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train) {
-  if (T > config_.n_positions) {
-    throw core::ConfigError("the sequence length " + std::to_string(T) + " exceeds the model's n_positions " +
-                            std::to_string(config_.n_positions));
-  }
+  model::check_sequence_length(config_, T);
   if (B % q_ != 0) {
     throw core::ConfigError("the 2D layout splits the batch over the q = " + std::to_string(q_) +
                             " rows of the grid, but the batch " + std::to_string(B) + " is not divisible by " +
@@ -128,13 +91,14 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   step_ = step;
   train_ = train;
   const int N = B * T, Nb = N / q_, C = config_.n_embd, Cb = C / q_, V = Vb_ * q_;
+  const float eps = config_.layer_norm_epsilon;
+  const model::ModelParams& w = param_;  // w.wte (Vb, Cb): vocabulary block i, C block j
   core::copy_to_device(ctx_, acts_.inputs.data(), inputs, N);
   core::copy_to_device(ctx_, acts_.targets.data(), targets + int64_t{i_} * Nb, Nb);  // my rows
-  const float* wte = params_.value("transformer.wte.weight");  // (Vb, Cb): vocabulary block i, C block j
 
   // Embedding: look up every token in my vocabulary block, reduce-scatter down the column (my rows).
-  embedding_2d_forward(ctx_, grid_, acts_.encoded.data(), acts_.inputs.data(), wte, N, C, V);
-  core::position_add_forward(ctx_, acts_.encoded.data(), params_.value("transformer.wpe.weight"), B / q_, T, Cb);
+  embedding_2d_forward(ctx_, grid_, acts_.encoded.data(), acts_.inputs.data(), w.wte, N, C, V);
+  core::position_add_forward(ctx_, acts_.encoded.data(), w.wpe, B / q_, T, Cb);
   core::dropout_forward(ctx_, acts_.encoded.data(), acts_.encoded.data(), dropout_spec(0, DropoutSite::embedding));
 
   const float* x = acts_.encoded.data();
@@ -145,14 +109,13 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
 
   // Final LayerNorm (row statistics), tied LM head by SUMMA A·Bᵀ (logits of batch block i for
   // vocabulary block j), vocab-parallel cross-entropy along the row.
-  layernorm_2d_forward(ctx_, grid_, acts_.lnf.data(), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), x,
-                       params_.value("transformer.ln_f.weight"), params_.value("transformer.ln_f.bias"), N, C,
-                       config_.layer_norm_epsilon);
-  summa_abt(ctx_, grid_, acts_.logits.data(), acts_.lnf.data(), wte, N, V, C);  // (N, V) = (N, C)·(V, C)ᵀ
+  layernorm_2d_forward(ctx_, grid_, acts_.lnf.data(), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), x, w.ln_f_w,
+                       w.ln_f_b, N, C, eps);
+  summa_abt(ctx_, grid_, acts_.logits.data(), acts_.lnf.data(), w.wte, N, V, C);  // (N, V) = (N, C)·(V, C)ᵀ
   vocab_parallel_cross_entropy_2d(ctx_, grid_, acts_.losses.data(), acts_.ce_max.data(), acts_.ce_sumexp.data(),
                                   acts_.ce_target.data(), acts_.logits.data(), acts_.targets.data(), N, V,
                                   config_.vocab_size);
-  // The loss is the mean over all B·T tokens of the global batch (not a mean per block, DESIGN §8):
+  // The loss is the mean over all B·T tokens of the global batch (not a mean of the blocks' means):
   // my rows' sum, summed down the column (the ranks of a row hold the same rows' losses).
   double sum = 0.0;
   core::sum(ctx_, &sum, acts_.losses.data(), Nb);
@@ -162,58 +125,51 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
 
 void GPT::block_forward(int l, const float* x) {
   BlockActivations& a = acts_.blocks[static_cast<size_t>(l)];
+  const model::BlockParams& w = param_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, Nb = N / q_, C = config_.n_embd, Cb = C / q_, F = config_.ffn(),
             Fb = F / q_, NHb = config_.n_head / q_;
-  const std::string h = "transformer.h." + std::to_string(l) + ".";
+  const float eps = config_.layer_norm_epsilon;
 
   // Attention: LayerNorm → c_attn by SUMMA (head group j's Q, K, V for batch block i) → attention
   // on my (sequence, head) pairs, no communication → c_proj by SUMMA → bias → dropout → residual.
-  layernorm_2d_forward(ctx_, grid_, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x,
-                       params_.value(h + "ln_1.weight"), params_.value(h + "ln_1.bias"), N, C,
-                       config_.layer_norm_epsilon);
-  linear_2d_forward(ctx_, grid_, a.qkv.data(), a.ln1.data(), params_.value(h + "attn.c_attn.weight"),
-                    params_.value(h + "attn.c_attn.bias"), N, C, 3 * C);
+  layernorm_2d_forward(ctx_, grid_, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, w.ln_1_w, w.ln_1_b, N, C,
+                       eps);
+  linear_2d_forward(ctx_, grid_, a.qkv.data(), a.ln1.data(), w.c_attn_w, w.c_attn_b, N, C, 3 * C);
   core::attention_forward(ctx_, a.atty.data(), a.att.data(), a.qkv.data(), B / q_, T, Cb, NHb,
                           dropout_spec(l, DropoutSite::attention_probs));
-  linear_2d_forward(ctx_, grid_, a.attproj.data(), a.atty.data(), params_.value(h + "attn.c_proj.weight"),
-                    params_.value(h + "attn.c_proj.bias"), N, C, C);
+  linear_2d_forward(ctx_, grid_, a.attproj.data(), a.atty.data(), w.attn_proj_w, w.attn_proj_b, N, C, C);
   core::dropout_forward(ctx_, a.attproj.data(), a.attproj.data(), dropout_spec(l, DropoutSite::attn_residual));
   core::residual_forward(ctx_, a.res1.data(), x, a.attproj.data(), int64_t{Nb} * Cb);
 
   // MLP: LayerNorm → c_fc by SUMMA → GELU on my tile → c_proj by SUMMA → bias → dropout → residual.
-  layernorm_2d_forward(ctx_, grid_, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(),
-                       params_.value(h + "ln_2.weight"), params_.value(h + "ln_2.bias"), N, C,
-                       config_.layer_norm_epsilon);
-  linear_2d_forward(ctx_, grid_, a.fch.data(), a.ln2.data(), params_.value(h + "mlp.c_fc.weight"),
-                    params_.value(h + "mlp.c_fc.bias"), N, C, F);
+  layernorm_2d_forward(ctx_, grid_, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(), w.ln_2_w,
+                       w.ln_2_b, N, C, eps);
+  linear_2d_forward(ctx_, grid_, a.fch.data(), a.ln2.data(), w.c_fc_w, w.c_fc_b, N, C, F);
   core::gelu_forward(ctx_, a.fch_gelu.data(), a.fch.data(), int64_t{Nb} * Fb);
-  linear_2d_forward(ctx_, grid_, a.fcproj.data(), a.fch_gelu.data(), params_.value(h + "mlp.c_proj.weight"),
-                    params_.value(h + "mlp.c_proj.bias"), N, F, C);
+  linear_2d_forward(ctx_, grid_, a.fcproj.data(), a.fch_gelu.data(), w.mlp_proj_w, w.mlp_proj_b, N, F, C);
   core::dropout_forward(ctx_, a.fcproj.data(), a.fcproj.data(), dropout_spec(l, DropoutSite::mlp_residual));
   core::residual_forward(ctx_, a.res2.data(), a.res1.data(), a.fcproj.data(), int64_t{Nb} * Cb);
 }
 
 // ---- backward -----------------------------------------------------------------------------------
+// As in serial::GPT, every op adds into its gradient outputs; an activation gradient that one op
+// makes is passed zeroed.
 
 void GPT::backward() {
   const int B = acts_.B, T = acts_.T, N = B * T, Nb = N / q_, C = config_.n_embd, Cb = C / q_, V = Vb_ * q_;
   BackwardScratch& s = scratch_;
-  const float* wte = params_.value("transformer.wte.weight");
-  float* dwte = params_.grad("transformer.wte.weight");
+  const model::ModelParams &w = param_, &dw = grad_;
 
   // Loss: my tile's share of (softmax − onehot) / N, from the full-row statistics; no communication.
-  core::zero(ctx_, s.d_logits.data(), s.d_logits.numel());
-  core::crossentropy_backward(ctx_, s.d_logits.data(), acts_.logits.data(), acts_.ce_max.data(), acts_.ce_sumexp.data(),
-                              acts_.targets.data(), 1.0f / static_cast<float>(N), Nb, Vb_, j_ * Vb_,
-                              config_.vocab_size);
+  core::crossentropy_backward(ctx_, core::zeroed(ctx_, s.d_logits), acts_.logits.data(), acts_.ce_max.data(),
+                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(N), Nb, Vb_,
+                              j_ * Vb_, config_.vocab_size);
   // LM head, the backward of A·Bᵀ: d_lnf = d_logits · wte (SUMMA A·B), dwte += d_logitsᵀ · lnf (SUMMA Aᵀ·B).
-  core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
-  summa_abt_backward(ctx_, grid_, s.d_ln.data(), dwte, s.d_logits.data(), acts_.lnf.data(), wte, N, V, C);
+  summa_abt_backward(ctx_, grid_, core::zeroed(ctx_, s.d_ln), dw.wte, s.d_logits.data(), acts_.lnf.data(), w.wte, N, V,
+                     C);
   const float* x_last = config_.n_layer > 0 ? acts_.blocks.back().res2.data() : acts_.encoded.data();
-  core::zero(ctx_, s.d_res.data(), s.d_res.numel());
-  layernorm_2d_backward(ctx_, grid_, s.d_res.data(), params_.grad("transformer.ln_f.weight"),
-                        params_.grad("transformer.ln_f.bias"), s.d_ln.data(), x_last,
-                        params_.value("transformer.ln_f.weight"), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), N, C);
+  layernorm_2d_backward(ctx_, grid_, {.dinp = core::zeroed(ctx_, s.d_res), .dweight = dw.ln_f_w, .dbias = dw.ln_f_b},
+                        s.d_ln.data(), x_last, w.ln_f_w, acts_.lnf_mean.data(), acts_.lnf_rstd.data(), N, C);
 
   for (int l = config_.n_layer - 1; l >= 0; --l) {
     const float* x = l == 0 ? acts_.encoded.data() : acts_.blocks[static_cast<size_t>(l - 1)].res2.data();
@@ -221,10 +177,9 @@ void GPT::backward() {
   }
 
   // Embedding: all-gather the column's gradient rows, scatter-add those of my vocabulary block.
-  core::zero(ctx_, s.d_branch.data(), s.d_branch.numel());
-  core::dropout_backward(ctx_, s.d_branch.data(), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
-  embedding_2d_backward(ctx_, grid_, dwte, s.d_branch.data(), acts_.inputs.data(), N, C, V);
-  core::position_add_backward(ctx_, params_.grad("transformer.wpe.weight"), s.d_branch.data(), B / q_, T, Cb);
+  core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
+  embedding_2d_backward(ctx_, grid_, dw.wte, s.d_branch.data(), acts_.inputs.data(), N, C, V);
+  core::position_add_backward(ctx_, dw.wpe, s.d_branch.data(), B / q_, T, Cb);
 
   sum_replicated_gradients();
 }
@@ -232,43 +187,35 @@ void GPT::backward() {
 void GPT::block_backward(int l, const float* x) {
   BlockActivations& a = acts_.blocks[static_cast<size_t>(l)];
   BackwardScratch& s = scratch_;
+  const model::BlockParams &w = param_.blocks[static_cast<size_t>(l)], &dw = grad_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, Nb = N / q_, C = config_.n_embd, Cb = C / q_, F = config_.ffn(),
             Fb = F / q_, NHb = config_.n_head / q_;
-  const std::string h = "transformer.h." + std::to_string(l) + ".";
 
   // MLP branch, backwards: dropout, c_proj (SUMMA backward: A·Bᵀ for the input, Aᵀ·B for the
   // weight), GELU, c_fc, then LayerNorm's backward (one row all-reduce) into the residual stream.
-  core::zero(ctx_, s.d_branch.data(), s.d_branch.numel());
-  core::dropout_backward(ctx_, s.d_branch.data(), s.d_res.data(), dropout_spec(l, DropoutSite::mlp_residual));
-  core::zero(ctx_, s.d_fch_gelu.data(), s.d_fch_gelu.numel());
-  linear_2d_backward(ctx_, grid_, s.d_fch_gelu.data(), params_.grad(h + "mlp.c_proj.weight"),
-                     params_.grad(h + "mlp.c_proj.bias"), s.d_branch.data(), a.fch_gelu.data(),
-                     params_.value(h + "mlp.c_proj.weight"), N, F, C);
-  core::zero(ctx_, s.d_fch.data(), s.d_fch.numel());
-  core::gelu_backward(ctx_, s.d_fch.data(), a.fch.data(), s.d_fch_gelu.data(), int64_t{Nb} * Fb);
-  core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
-  linear_2d_backward(ctx_, grid_, s.d_ln.data(), params_.grad(h + "mlp.c_fc.weight"), params_.grad(h + "mlp.c_fc.bias"),
-                     s.d_fch.data(), a.ln2.data(), params_.value(h + "mlp.c_fc.weight"), N, C, F);
-  layernorm_2d_backward(ctx_, grid_, s.d_res.data(), params_.grad(h + "ln_2.weight"), params_.grad(h + "ln_2.bias"),
-                        s.d_ln.data(), a.res1.data(), params_.value(h + "ln_2.weight"), a.ln2_mean.data(),
-                        a.ln2_rstd.data(), N, C);
+  core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(),
+                         dropout_spec(l, DropoutSite::mlp_residual));
+  linear_2d_backward(ctx_, grid_,
+                     {.dinp = core::zeroed(ctx_, s.d_fch_gelu), .dweight = dw.mlp_proj_w, .dbias = dw.mlp_proj_b},
+                     s.d_branch.data(), a.fch_gelu.data(), w.mlp_proj_w, N, F, C);
+  core::gelu_backward(ctx_, core::zeroed(ctx_, s.d_fch), a.fch.data(), s.d_fch_gelu.data(), int64_t{Nb} * Fb);
+  linear_2d_backward(ctx_, grid_, {.dinp = core::zeroed(ctx_, s.d_ln), .dweight = dw.c_fc_w, .dbias = dw.c_fc_b},
+                     s.d_fch.data(), a.ln2.data(), w.c_fc_w, N, C, F);
+  layernorm_2d_backward(ctx_, grid_, {.dinp = s.d_res.data(), .dweight = dw.ln_2_w, .dbias = dw.ln_2_b}, s.d_ln.data(),
+                        a.res1.data(), w.ln_2_w, a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
 
   // Attention branch, backwards, the same pattern; attention's backward is local.
-  core::zero(ctx_, s.d_branch.data(), s.d_branch.numel());
-  core::dropout_backward(ctx_, s.d_branch.data(), s.d_res.data(), dropout_spec(l, DropoutSite::attn_residual));
-  core::zero(ctx_, s.d_atty.data(), s.d_atty.numel());
-  linear_2d_backward(ctx_, grid_, s.d_atty.data(), params_.grad(h + "attn.c_proj.weight"),
-                     params_.grad(h + "attn.c_proj.bias"), s.d_branch.data(), a.atty.data(),
-                     params_.value(h + "attn.c_proj.weight"), N, C, C);
-  core::zero(ctx_, s.d_qkv.data(), s.d_qkv.numel());
-  core::attention_backward(ctx_, s.d_qkv.data(), s.d_att.data(), s.d_atty.data(), a.qkv.data(), a.att.data(), B / q_, T,
-                           Cb, NHb, dropout_spec(l, DropoutSite::attention_probs));
-  core::zero(ctx_, s.d_ln.data(), s.d_ln.numel());
-  linear_2d_backward(ctx_, grid_, s.d_ln.data(), params_.grad(h + "attn.c_attn.weight"),
-                     params_.grad(h + "attn.c_attn.bias"), s.d_qkv.data(), a.ln1.data(),
-                     params_.value(h + "attn.c_attn.weight"), N, C, 3 * C);
-  layernorm_2d_backward(ctx_, grid_, s.d_res.data(), params_.grad(h + "ln_1.weight"), params_.grad(h + "ln_1.bias"),
-                        s.d_ln.data(), x, params_.value(h + "ln_1.weight"), a.ln1_mean.data(), a.ln1_rstd.data(), N, C);
+  core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(),
+                         dropout_spec(l, DropoutSite::attn_residual));
+  linear_2d_backward(ctx_, grid_,
+                     {.dinp = core::zeroed(ctx_, s.d_atty), .dweight = dw.attn_proj_w, .dbias = dw.attn_proj_b},
+                     s.d_branch.data(), a.atty.data(), w.attn_proj_w, N, C, C);
+  core::attention_backward(ctx_, core::zeroed(ctx_, s.d_qkv), s.d_att.data(), s.d_atty.data(), a.qkv.data(),
+                           a.att.data(), B / q_, T, Cb, NHb, dropout_spec(l, DropoutSite::attention_probs));
+  linear_2d_backward(ctx_, grid_, {.dinp = core::zeroed(ctx_, s.d_ln), .dweight = dw.c_attn_w, .dbias = dw.c_attn_b},
+                     s.d_qkv.data(), a.ln1.data(), w.c_attn_w, N, C, 3 * C);
+  layernorm_2d_backward(ctx_, grid_, {.dinp = s.d_res.data(), .dweight = dw.ln_1_w, .dbias = dw.ln_1_b}, s.d_ln.data(),
+                        x, w.ln_1_w, a.ln1_mean.data(), a.ln1_rstd.data(), N, C);
 }
 
 // The gradients of the column-replicated parameters, summed over the column's q row blocks: every
@@ -294,15 +241,10 @@ void GPT::sum_replicated_gradients() {
   }
 }
 
+// The norm counts every canonical element once: column-replicated tensors on grid row 0 only,
+// then one all-reduce over the world.
 float GPT::clip_gradients(float max_norm) {
-  double sumsq = params_.owned_grad_sum_squares(ctx_);  // column-replicated tensors: grid row 0's copy only
-  sumsq = comm::all_reduce_scalar(grid_.world(), ctx_, sumsq);
-  const double norm = std::sqrt(sumsq);
-  if (max_norm > 0.0f) {
-    const double coef = static_cast<double>(max_norm) / (norm + 1e-6);
-    if (coef < 1.0) params_.scale_grads(ctx_, static_cast<float>(coef));
-  }
-  return static_cast<float>(norm);
+  return model::clip_grad_norm(params_, ctx_, &grid_.world(), max_norm);
 }
 
 }  // namespace optimus::tp2d

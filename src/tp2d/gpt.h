@@ -1,4 +1,4 @@
-// Stage 3 (chapter 3): the GPT of DESIGN §4 with Optimus's 2D tensor parallelism over a q×q grid.
+// Stage 3 (chapter 3): the GPT-2 model with Optimus's 2D tensor parallelism over a q×q grid.
 // Weights AND activations are split (tp2d/shard_2d.h): rank (i, j) holds the (N/q, C/q) tile of
 // every activation — the B/q sequences of batch block i, the C/q hidden columns of block j — and
 // block (i, j) of every weight. Every linear is a SUMMA product (tp2d/summa.h), LayerNorm and the
@@ -14,8 +14,10 @@
 #include "core/context.h"
 #include "core/ops.h"
 #include "core/tensor.h"
+#include "model/activation_block.h"
 #include "model/config.h"
 #include "model/gather.h"
+#include "model/named_params.h"
 #include "model/param_set.h"
 
 namespace optimus::tp2d {
@@ -37,9 +39,10 @@ struct BlockActivations {
 
 struct Activations {
   int B = 0, T = 0;
-  core::IntBuffer inputs;   // (B, T): the whole batch (the embedding looks up every token)
-  core::IntBuffer targets;  // (Bb, T): my rows' targets only
-  core::Buffer encoded;     // (Nb, Cb)
+  model::ActivationBlock block;  // batch block i, C block j, head group j
+  core::IntBuffer inputs;        // (B, T): the whole batch (the embedding looks up every token)
+  core::IntBuffer targets;       // (Bb, T): my rows' targets only
+  core::Buffer encoded;          // (Nb, Cb)
   std::vector<BlockActivations> blocks;
   core::Buffer lnf, lnf_mean, lnf_rstd;               // (Nb, Cb), (Nb), (Nb)
   core::Buffer logits;                                // (Nb, Vb) vocabulary block j, Vb = ⌈V/q⌉
@@ -94,6 +97,8 @@ class GPT {
   int q_, i_, j_;
   int Vb_;  // vocabulary rows of a block (and logit columns of a rank): ⌈V/q⌉
   model::ParamSet params_;
+  model::ModelParams param_;  // params_'s values by name
+  model::ModelParams grad_;   // params_'s gradients by name
   Activations acts_;
   BackwardScratch scratch_;
   uint32_t step_ = 0;

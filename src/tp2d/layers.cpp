@@ -28,8 +28,8 @@ void layernorm_2d_forward(const core::Context& ctx, const comm::Grid2D& grid, fl
   core::layernorm_normalize(ctx, out, mean, rstd, inp, mean, rstd, weight, bias, Nb, Cb, C, eps);
 }
 
-void layernorm_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, float* dinp, float* dweight,
-                           float* dbias, const float* dout, const float* inp, const float* weight, const float* mean,
+void layernorm_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, const core::LayerGrads& add_to,
+                           const float* dout, const float* inp, const float* weight, const float* mean,
                            const float* rstd, int N, int C) {
   const int Nb = N / grid.q(), Cb = C / grid.q();
   core::Buffer sums = comm_buffer(ctx, 2, Nb);  // (2, N/q): Σ g, then Σ g·x̂
@@ -37,7 +37,8 @@ void layernorm_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, f
   float* sum_gx = sums.data() + Nb;
   core::layernorm_backward_partial(ctx, sum_g, sum_gx, dout, inp, weight, mean, rstd, Nb, Cb);
   grid.row_comm().all_reduce(sums.data(), 2 * int64_t{Nb});  // both sums over all C columns, one call
-  core::layernorm_backward_apply(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, sum_g, sum_gx, Nb, Cb, C);
+  core::layernorm_backward_apply(ctx, add_to.dinp, add_to.dweight, add_to.dbias, dout, inp, weight, mean, rstd, sum_g,
+                                 sum_gx, Nb, Cb, C);
 }
 
 // ---- linear -------------------------------------------------------------------------------------
@@ -48,10 +49,11 @@ void linear_2d_forward(const core::Context& ctx, const comm::Grid2D& grid, float
   if (b != nullptr) core::bias_add_forward(ctx, out, b, N / grid.q(), OC / grid.q());
 }
 
-void linear_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, float* dinp, float* dw, float* db,
+void linear_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, const core::LayerGrads& add_to,
                         const float* dout, const float* inp, const float* w, int N, int C, int OC) {
-  if (db != nullptr) core::bias_add_backward(ctx, db, dout, N / grid.q(), OC / grid.q());  // my rows' share
-  summa_ab_backward(ctx, grid, dinp, dw, dout, inp, w, N, OC, C);
+  if (add_to.dbias != nullptr)
+    core::bias_add_backward(ctx, add_to.dbias, dout, N / grid.q(), OC / grid.q());  // my rows
+  summa_ab_backward(ctx, grid, add_to.dinp, add_to.dweight, dout, inp, w, N, OC, C);
 }
 
 // ---- embedding ----------------------------------------------------------------------------------

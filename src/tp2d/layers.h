@@ -1,4 +1,4 @@
-// Optimus's 2D layers (chapter 3, DESIGN §8), each a forward and a backward function. Activations
+// Optimus's 2D layers (chapter 3), each a forward and a backward function. Activations
 // (N, C) are blocked: rank (i, j) holds the N/q rows of batch block i (B/q whole sequences, so
 // rows [i·N/q, (i+1)·N/q)) and the C/q columns of block j. Sizes passed are the FULL sizes (N, C,
 // OC, V), as in summa.h; each must be a multiple of q.
@@ -6,12 +6,13 @@
 // the call's result buffer on this rank), floats of 4 bytes, on "row" (row_comm) or "col" (col_comm).
 // The 1-D parameters (LN weight and bias, linear biases) are column j's slice, replicated down
 // column j; a backward here adds only THIS rank's rows' share of their gradients. Summing the
-// shares over the column is one all-reduce per step for all of them together (DESIGN §8: "one
-// flat bucket"), done by the model, not by these layers.
+// shares over the column is one all-reduce per step for all of them together (one flat bucket),
+// done by the model, not by these layers.
 #pragma once
 
 #include "comm/grid.h"
 #include "core/context.h"
+#include "core/ops.h"
 
 namespace optimus::tp2d {
 
@@ -21,11 +22,11 @@ namespace optimus::tp2d {
 /// Communication: 2 all-reduces on "row" of (N/q)·4 bytes.
 void layernorm_2d_forward(const core::Context& ctx, const comm::Grid2D& grid, float* out, float* mean, float* rstd,
                           const float* inp, const float* weight, const float* bias, int N, int C, float eps);
-/// dinp (N/q, C/q) += gradient; dweight, dbias (C/q) += my rows' share (see the file comment).
-/// Σ g and Σ g·x̂ over the row travel together: ONE all-reduce on "row" of 2·(N/q)·4 bytes.
-/// Scratch: 2·N/q floats (communication).
-void layernorm_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, float* dinp, float* dweight,
-                           float* dbias, const float* dout, const float* inp, const float* weight, const float* mean,
+/// add_to: dinp (N/q, C/q) += gradient; dweight, dbias (C/q) += my rows' share (see the file
+/// comment). Σ g and Σ g·x̂ over the row travel together: ONE all-reduce on "row" of 2·(N/q)·4
+/// bytes. Scratch: 2·N/q floats (communication).
+void layernorm_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, const core::LayerGrads& add_to,
+                           const float* dout, const float* inp, const float* weight, const float* mean,
                            const float* rstd, int N, int C);
 
 /// out (N, OC) = inp (N, C) · w (C, OC) + b (OC), all blocked: out (N/q, OC/q), inp (N/q, C/q),
@@ -33,10 +34,10 @@ void layernorm_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, f
 /// b may be nullptr. Communication: that of summa_ab(M = N, N = OC, K = C).
 void linear_2d_forward(const core::Context& ctx, const comm::Grid2D& grid, float* out, const float* inp, const float* w,
                        const float* b, int N, int C, int OC);
-/// dinp (N/q, C/q) += dout · wᵀ (summa_abt), dw (C/q, OC/q) += inpᵀ · dout (summa_atb), db (OC/q)
-/// += column sums of dout over MY rows only (see the file comment). Any of them may be nullptr.
-/// Communication: that of summa_ab_backward; db needs none here.
-void linear_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, float* dinp, float* dw, float* db,
+/// add_to: dinp (N/q, C/q) += dout · wᵀ (summa_abt), dweight (C/q, OC/q) += inpᵀ · dout
+/// (summa_atb), dbias (OC/q) += column sums of dout over MY rows only (see the file comment). Any
+/// of them may be nullptr. Communication: that of summa_ab_backward; dbias needs none here.
+void linear_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, const core::LayerGrads& add_to,
                         const float* dout, const float* inp, const float* w, int N, int C, int OC);
 
 /// out (N/q, C/q): the token embeddings of my rows and columns. tokens (N): the WHOLE batch, the

@@ -29,7 +29,25 @@ int vocab_block(const model::GPTConfig& c, int q) {
   return static_cast<int>(model::padded_size(c.vocab_size, q) / q);
 }
 
-ShardSpec spec_2d(const model::ParamInfo& info, int q, int i, int j) {
+bool column_replicated(ParamKind kind) {
+  switch (kind) {
+    case ParamKind::position_embedding:
+    case ParamKind::norm_weight:
+    case ParamKind::norm_bias:
+    case ParamKind::attn_qkv_bias:
+    case ParamKind::attn_proj_bias:
+    case ParamKind::mlp_fc_bias:
+    case ParamKind::mlp_proj_bias:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+// The elements of `info` that rank (i, j) holds (who owns a replicated copy is spec_2d's).
+ShardSpec block_2d(const model::ParamInfo& info, int q, int i, int j) {
   switch (info.kind) {
     case ParamKind::token_embedding: {  // (vocab block i, padded; C block j)
       ShardSpec s = ShardSpec::block(info.shape, {1, q}, {0, j});
@@ -52,8 +70,6 @@ ShardSpec spec_2d(const model::ParamInfo& info, int q, int i, int j) {
       if (info.kind == ParamKind::attn_qkv_weight) {
         const int64_t rows = info.shape[0] / q;  // rows: C block i
         s.dims.front() = {Segment{i * rows, rows}};
-      } else {
-        s.owner = i == 0;  // replicated down column j
       }
       return s;
     }
@@ -63,15 +79,21 @@ ShardSpec spec_2d(const model::ParamInfo& info, int q, int i, int j) {
     case ParamKind::attn_proj_bias:
     case ParamKind::mlp_fc_bias:  // F block j
     case ParamKind::mlp_proj_bias: {
-      // The last dimension's block j, replicated down column j; row 0 counts it.
+      // The last dimension's block j.
       std::vector<int64_t> parts(static_cast<size_t>(info.shape.rank()), 1), index(parts.size(), 0);
       parts.back() = q, index.back() = j;
-      ShardSpec s = ShardSpec::block(info.shape, parts, index);
-      s.owner = i == 0;
-      return s;
+      return ShardSpec::block(info.shape, parts, index);
     }
   }
   return ShardSpec::whole(info.shape);
+}
+
+}  // namespace
+
+ShardSpec spec_2d(const model::ParamInfo& info, int q, int i, int j) {
+  ShardSpec s = block_2d(info, q, i, j);
+  if (column_replicated(info.kind)) s.owner = i == 0;  // replicated down column j; row 0 counts it
+  return s;
 }
 
 }  // namespace optimus::tp2d

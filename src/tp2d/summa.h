@@ -1,4 +1,4 @@
-// SUMMA, the three matrix products of Optimus 2D (chapter 3, DESIGN §8): C = A·B, C = A·Bᵀ and
+// SUMMA, the three matrix products of Optimus 2D (chapter 3): C = A·B, C = A·Bᵀ and
 // C = Aᵀ·B over the q×q grid, each with its backward beside it — and each backward is made of the
 // other two products, so these three functions are all the matrix communication of stage 3.
 // Every operand is 2D-blocked: rank (i, j) holds block (i, j) of A, B and C, row-major, contiguous.

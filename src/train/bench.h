@@ -1,4 +1,4 @@
-// The benchmark of a stage in any layout (DESIGN §12; `optimus bench`): median training-step time (forward,
+// The benchmark of a stage in any layout (`optimus bench`): median training-step time (forward,
 // backward, clipping, AdamW) and forward-only time over several steps after a warm-up, tokens/s,
 // model FLOP/s by the formula (6N + 6·L·C·T) FLOPs per token, the fraction of this machine's
 // measured matrix-product rate (summed over the ranks, each measuring at the same time), the ledger's peak memory by

@@ -1,4 +1,4 @@
-// Checkpoints of a training run (DESIGN §6): the model in the Hugging Face GPT-2 layout
+// Checkpoints of a training run: the model in the Hugging Face GPT-2 layout
 // (config.json + model.safetensors) and the training state (AdamW moments, step, seed, layout) in
 // train_state.safetensors, all canonical tensors, so a run can resume under another layout.
 #pragma once

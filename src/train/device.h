@@ -1,4 +1,4 @@
-// Where a run computes (issue 7): `--device cpu|cuda` and `--device-comm auto|nccl|staged` for
+// Where a run computes: `--device cpu|cuda` and `--device-comm auto|nccl|staged` for
 // train, eval and bench, in every layout. A CUDA run gives each rank the GPU (node-local rank) %
 // (GPUs on the node) and records device memory in this process's device ledger; the data, the
 // initial values (drawn on the host, then copied) and sampling stay on the CPU.

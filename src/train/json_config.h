@@ -1,4 +1,4 @@
-// `--config FILE` for `optimus train` (the trainer issue): a JSON object whose keys are the long
+// `--config FILE` for `optimus train`: a JSON object whose keys are the long
 // flag names without "--" ({"layers": 4, "lr": 2e-3, "data": "my.txt"}). After the command line is
 // parsed, each key whose flag was NOT given there is fed to that flag's option, so the command
 // line wins, CLI11 converts and checks the value as if it had been typed, and an unknown key is an

@@ -1,4 +1,4 @@
-// The SUMMA products against serial matmul (chapter 3, DESIGN §10 L2): on a q×q world, C = A·B,
+// The SUMMA products against serial matmul (chapter 3): on a q×q world, C = A·B,
 // A·Bᵀ and Aᵀ·B, and both gradients of each, equal the serial core::matmul / matmul_backward on the
 // full matrices (every rank computes those, they are small); and one call sends exactly what the
 // header of src/tp2d/summa.h says. Shapes are non-square: M = 6q, N = 4q, K = 10q.

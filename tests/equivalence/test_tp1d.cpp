@@ -1,4 +1,4 @@
-// Stage 2 against stage 1 (chapter 2, DESIGN §10): the Megatron 1D GPT on p ranks (the world)
+// Stage 2 against stage 1 (chapter 2): the Megatron 1D GPT on p ranks (the world)
 // equals the serial GPT — parameters bitwise at initialisation (L3), loss and every gradient after
 // one step with dropout on (L4), the loss trajectory and weights over five AdamW steps (L5) — and
 // each parallel layer equals its serial layer (L2). Every rank also runs the serial model, which is
@@ -127,7 +127,8 @@ TEST_CASE("1D column- and row-parallel linears equal the serial linear (L2)", "[
   std::vector<float> y(static_cast<size_t>(N) * OC), dx(static_cast<size_t>(N) * C, 0.0f), dw(w.size(), 0.0f),
       db(b.size(), 0.0f);
   core::linear_forward(ctx, y.data(), x.data(), w.data(), b.data(), N, C, OC);
-  core::linear_backward(ctx, dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), N, C, OC);
+  core::linear_backward(ctx, {.dinp = dx.data(), .dweight = dw.data(), .dbias = db.data()}, dy.data(), x.data(),
+                        w.data(), N, C, OC);
 
   // Column-parallel: my OC/p columns of w, b, y and dy.
   const int OCp = OC / p;
@@ -142,8 +143,9 @@ TEST_CASE("1D column- and row-parallel linears equal the serial linear (L2)", "[
   std::vector<float> y_c(static_cast<size_t>(N) * OCp), dx_c(static_cast<size_t>(N) * C, 0.0f), dw_c(w_c.size(), 0.0f),
       db_c(b_c.size(), 0.0f);
   tp1d::column_parallel_linear_forward(ctx, y_c.data(), x.data(), w_c.data(), b_c.data(), N, C, OCp);
-  tp1d::column_parallel_linear_backward(ctx, world.comm(), dx_c.data(), dw_c.data(), db_c.data(), dy_c.data(), x.data(),
-                                        w_c.data(), N, C, OCp);
+  tp1d::column_parallel_linear_backward(ctx, world.comm(),
+                                        {.dinp = dx_c.data(), .dweight = dw_c.data(), .dbias = db_c.data()},
+                                        dy_c.data(), x.data(), w_c.data(), N, C, OCp);
   const double col_y = rel_error(y_c, cols(y, N, OC, r * OCp, OCp)), col_dx = rel_error(dx_c, dx),
                col_dw = rel_error(dw_c, cols(dw, C, OC, r * OCp, OCp)),
                col_db = rel_error(db_c, cols(db, 1, OC, r * OCp, OCp));
@@ -155,8 +157,8 @@ TEST_CASE("1D column- and row-parallel linears equal the serial linear (L2)", "[
   std::vector<float> y_r(static_cast<size_t>(N) * OC), dx_r(x_r.size(), 0.0f), dw_r(w_r.size(), 0.0f),
       db_r(b.size(), 0.0f);
   tp1d::row_parallel_linear_forward(ctx, world.comm(), y_r.data(), x_r.data(), w_r.data(), b.data(), N, Cp, OC);
-  tp1d::row_parallel_linear_backward(ctx, dx_r.data(), dw_r.data(), db_r.data(), dy.data(), x_r.data(), w_r.data(), N,
-                                     Cp, OC);
+  tp1d::row_parallel_linear_backward(ctx, {.dinp = dx_r.data(), .dweight = dw_r.data(), .dbias = db_r.data()},
+                                     dy.data(), x_r.data(), w_r.data(), N, Cp, OC);
   const double row_y = rel_error(y_r, y), row_dx = rel_error(dx_r, cols(dx, N, C, r * Cp, Cp)),
                row_dw = rel_error(dw_r, std::vector<float>(dw.begin() + r * Cp * OC, dw.begin() + (r + 1) * Cp * OC)),
                row_db = rel_error(db_r, db);

@@ -1,4 +1,4 @@
-// Stage 3 against stages 1 and 2 (chapter 3, DESIGN §10): the Optimus 2D GPT on a q×q world equals
+// Stage 3 against stages 1 and 2 (chapter 3): the Optimus 2D GPT on a q×q world equals
 // the serial GPT and the Megatron 1D GPT on the same p = q² ranks — parameters bitwise at
 // initialisation (L3), loss, logits and every gradient after one step with dropout on (L4), the
 // loss trajectory and weights over five AdamW steps with clipping (L5) — and its communication and

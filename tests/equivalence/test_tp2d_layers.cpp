@@ -1,4 +1,4 @@
-// Optimus's 2D layers against the serial ops (chapter 3, DESIGN §10 L2), and its shard specs
+// Optimus's 2D layers against the serial ops (chapter 3), and its shard specs
 // against serial initialisation (L3), on a q×q world. Every rank computes the serial result on the
 // full tensors (they are small) and compares its own block; 1-D parameter gradients, of which a
 // layer adds only its rows' share, are summed down the column here, as the model will do once per
@@ -67,8 +67,8 @@ TEST_CASE("2D LayerNorm equals serial LayerNorm: out, mean, rstd, dinp, dweight,
   const auto dout = normal(int64_t{N} * C, 1.0f, 4);
   std::vector<float> out(inp.size()), mean(N), rstd(N), dinp(inp.size(), 0.0f), dw(C, 0.0f), db(C, 0.0f);
   core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C, eps);
-  core::layernorm_backward(ctx, dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), mean.data(),
-                           rstd.data(), N, C);
+  core::layernorm_backward(ctx, {.dinp = dinp.data(), .dweight = dw.data(), .dbias = db.data()}, dout.data(),
+                           inp.data(), w.data(), mean.data(), rstd.data(), N, C);
 
   const auto inp_b = equivalence::grid_block(inp, N, C, g), dout_b = equivalence::grid_block(dout, N, C, g);
   const auto w_j = part(w, s.q, g.j()), b_j = part(b, s.q, g.j());
@@ -76,8 +76,8 @@ TEST_CASE("2D LayerNorm equals serial LayerNorm: out, mean, rstd, dinp, dweight,
   std::vector<float> dw_j(s.Cb, 0.0f), db_j(s.Cb, 0.0f);
   tp2d::layernorm_2d_forward(ctx, g, out_b.data(), mean_b.data(), rstd_b.data(), inp_b.data(), w_j.data(), b_j.data(),
                              N, C, eps);
-  tp2d::layernorm_2d_backward(ctx, g, dinp_b.data(), dw_j.data(), db_j.data(), dout_b.data(), inp_b.data(), w_j.data(),
-                              mean_b.data(), rstd_b.data(), N, C);
+  tp2d::layernorm_2d_backward(ctx, g, {.dinp = dinp_b.data(), .dweight = dw_j.data(), .dbias = db_j.data()},
+                              dout_b.data(), inp_b.data(), w_j.data(), mean_b.data(), rstd_b.data(), N, C);
 
   const double e =
       equivalence::worst_of({check(g, "LayerNorm out", out_b, equivalence::grid_block(out, N, C, g)),
@@ -98,7 +98,8 @@ TEST_CASE("2D linear equals the serial linear: out, dinp, dW, dbias", "[tp2d_lay
   const auto dout = normal(int64_t{N} * OC, 1.0f, 8);
   std::vector<float> out(static_cast<size_t>(N) * OC), dinp(inp.size(), 0.0f), dw(w.size(), 0.0f), db(OC, 0.0f);
   core::linear_forward(ctx, out.data(), inp.data(), w.data(), b.data(), N, C, OC);
-  core::linear_backward(ctx, dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, C, OC);
+  core::linear_backward(ctx, {.dinp = dinp.data(), .dweight = dw.data(), .dbias = db.data()}, dout.data(), inp.data(),
+                        w.data(), N, C, OC);
 
   const auto inp_b = equivalence::grid_block(inp, N, C, g), w_b = equivalence::grid_block(w, C, OC, g),
              dout_b = equivalence::grid_block(dout, N, OC, g);
@@ -106,8 +107,8 @@ TEST_CASE("2D linear equals the serial linear: out, dinp, dW, dbias", "[tp2d_lay
   std::vector<float> out_b(static_cast<size_t>(N / s.q) * (OC / s.q), -1.0f);  // garbage: forward overwrites
   std::vector<float> dinp_b(inp_b.size(), 0.0f), dw_b(w_b.size(), 0.0f), db_j(b_j.size(), 0.0f);
   tp2d::linear_2d_forward(ctx, g, out_b.data(), inp_b.data(), w_b.data(), b_j.data(), N, C, OC);
-  tp2d::linear_2d_backward(ctx, g, dinp_b.data(), dw_b.data(), db_j.data(), dout_b.data(), inp_b.data(), w_b.data(), N,
-                           C, OC);
+  tp2d::linear_2d_backward(ctx, g, {.dinp = dinp_b.data(), .dweight = dw_b.data(), .dbias = db_j.data()}, dout_b.data(),
+                           inp_b.data(), w_b.data(), N, C, OC);
 
   const double e =
       equivalence::worst_of({check(g, "linear out", out_b, equivalence::grid_block(out, N, OC, g)),
@@ -163,11 +164,11 @@ TEST_CASE("2D attention (SUMMA c_attn, local attention per batch block and head 
   core::linear_forward(ctx, y.data(), atty.data(), w_proj.data(), b_proj.data(), N, C, C);
   std::vector<float> d_atty(atty.size(), 0.0f), d_qkv(qkv.size(), 0.0f), d_att(att.size()), dx(x.size(), 0.0f),
       dw_attn(w_attn.size(), 0.0f), db_attn(b_attn.size(), 0.0f), dw_proj(w_proj.size(), 0.0f), db_proj(C, 0.0f);
-  core::linear_backward(ctx, d_atty.data(), dw_proj.data(), db_proj.data(), dy.data(), atty.data(), w_proj.data(), N, C,
-                        C);
+  core::linear_backward(ctx, {.dinp = d_atty.data(), .dweight = dw_proj.data(), .dbias = db_proj.data()}, dy.data(),
+                        atty.data(), w_proj.data(), N, C, C);
   core::attention_backward(ctx, d_qkv.data(), d_att.data(), d_atty.data(), qkv.data(), att.data(), B, T, C, NH, drop);
-  core::linear_backward(ctx, dx.data(), dw_attn.data(), db_attn.data(), d_qkv.data(), x.data(), w_attn.data(), N, C,
-                        3 * C);
+  core::linear_backward(ctx, {.dinp = dx.data(), .dweight = dw_attn.data(), .dbias = db_attn.data()}, d_qkv.data(),
+                        x.data(), w_attn.data(), N, C, 3 * C);
 
   // 2D: the same on tiles; c_attn's columns are head group j's Q, K, V (spec_2d).
   const auto x_b = equivalence::grid_block(x, N, C, g), dy_b = equivalence::grid_block(dy, N, C, g);
@@ -183,12 +184,12 @@ TEST_CASE("2D attention (SUMMA c_attn, local attention per batch block and head 
   tp2d::linear_2d_forward(ctx, g, y_b.data(), atty_b.data(), wp.data(), bp.data(), N, C, C);
   std::vector<float> d_atty_b(atty_b.size(), 0.0f), d_qkv_b(qkv_b.size(), 0.0f), d_att_b(att_b.size()),
       dx_b(x_b.size(), 0.0f), dwa(wa.size(), 0.0f), dba(ba.size(), 0.0f), dwp(wp.size(), 0.0f), dbp(bp.size(), 0.0f);
-  tp2d::linear_2d_backward(ctx, g, d_atty_b.data(), dwp.data(), dbp.data(), dy_b.data(), atty_b.data(), wp.data(), N, C,
-                           C);
+  tp2d::linear_2d_backward(ctx, g, {.dinp = d_atty_b.data(), .dweight = dwp.data(), .dbias = dbp.data()}, dy_b.data(),
+                           atty_b.data(), wp.data(), N, C, C);
   core::attention_backward(ctx, d_qkv_b.data(), d_att_b.data(), d_atty_b.data(), qkv_b.data(), att_b.data(), B / q, T,
                            s.Cb, NH / q, drop_b);
-  tp2d::linear_2d_backward(ctx, g, dx_b.data(), dwa.data(), dba.data(), d_qkv_b.data(), x_b.data(), wa.data(), N, C,
-                           3 * C);
+  tp2d::linear_2d_backward(ctx, g, {.dinp = dx_b.data(), .dweight = dwa.data(), .dbias = dba.data()}, d_qkv_b.data(),
+                           x_b.data(), wa.data(), N, C, 3 * C);
 
   const double e = equivalence::worst_of(
       {check(g, "attention out", y_b, equivalence::grid_block(y, N, C, g)),
@@ -217,9 +218,11 @@ TEST_CASE("2D MLP (SUMMA c_fc, GELU on the tile, SUMMA c_proj) equals the serial
   core::linear_forward(ctx, y.data(), hg.data(), w_proj.data(), b_proj.data(), N, F, C);
   std::vector<float> dhg(h.size(), 0.0f), dh(h.size(), 0.0f), dx(x.size(), 0.0f), dw_fc(w_fc.size(), 0.0f),
       db_fc(F, 0.0f), dw_proj(w_proj.size(), 0.0f), db_proj(C, 0.0f);
-  core::linear_backward(ctx, dhg.data(), dw_proj.data(), db_proj.data(), dy.data(), hg.data(), w_proj.data(), N, F, C);
+  core::linear_backward(ctx, {.dinp = dhg.data(), .dweight = dw_proj.data(), .dbias = db_proj.data()}, dy.data(),
+                        hg.data(), w_proj.data(), N, F, C);
   core::gelu_backward(ctx, dh.data(), h.data(), dhg.data(), int64_t{N} * F);
-  core::linear_backward(ctx, dx.data(), dw_fc.data(), db_fc.data(), dh.data(), x.data(), w_fc.data(), N, C, F);
+  core::linear_backward(ctx, {.dinp = dx.data(), .dweight = dw_fc.data(), .dbias = db_fc.data()}, dh.data(), x.data(),
+                        w_fc.data(), N, C, F);
 
   const auto x_b = equivalence::grid_block(x, N, C, g), dy_b = equivalence::grid_block(dy, N, C, g);
   const auto wf = shard_of(w_fc, ParamKind::mlp_fc_weight, {C, F}, g),
@@ -232,9 +235,11 @@ TEST_CASE("2D MLP (SUMMA c_fc, GELU on the tile, SUMMA c_proj) equals the serial
   tp2d::linear_2d_forward(ctx, g, y_b.data(), hg_b.data(), wp.data(), bp.data(), N, F, C);
   std::vector<float> dhg_b(h_b.size(), 0.0f), dh_b(h_b.size(), 0.0f), dx_b(x_b.size(), 0.0f), dwf(wf.size(), 0.0f),
       dbf(bf.size(), 0.0f), dwp(wp.size(), 0.0f), dbp(bp.size(), 0.0f);
-  tp2d::linear_2d_backward(ctx, g, dhg_b.data(), dwp.data(), dbp.data(), dy_b.data(), hg_b.data(), wp.data(), N, F, C);
+  tp2d::linear_2d_backward(ctx, g, {.dinp = dhg_b.data(), .dweight = dwp.data(), .dbias = dbp.data()}, dy_b.data(),
+                           hg_b.data(), wp.data(), N, F, C);
   core::gelu_backward(ctx, dh_b.data(), h_b.data(), dhg_b.data(), int64_t{s.Nb} * Fb);
-  tp2d::linear_2d_backward(ctx, g, dx_b.data(), dwf.data(), dbf.data(), dh_b.data(), x_b.data(), wf.data(), N, C, F);
+  tp2d::linear_2d_backward(ctx, g, {.dinp = dx_b.data(), .dweight = dwf.data(), .dbias = dbf.data()}, dh_b.data(),
+                           x_b.data(), wf.data(), N, C, F);
 
   const double e = equivalence::worst_of(
       {check(g, "MLP out", y_b, equivalence::grid_block(y, N, C, g)),

@@ -1,6 +1,6 @@
-// Helpers for the GPU tests (issue 7, label gpu): the CUDA context the test main made, copies
+// Helpers for the GPU tests (label gpu): the CUDA context the test main made, copies
 // between host vectors and device Buffers, and the comparisons: ‖gpu − cpu‖ / ‖cpu‖ ≤ 1e-5 for
-// float32 arithmetic (DESIGN §10 L0), exact where both backends do the same operations in the same
+// float32 arithmetic (L0), exact where both backends do the same operations in the same
 // order (dropout masks, lookups, scatter-adds). On a mismatch a few values are printed side by side.
 #pragma once
 

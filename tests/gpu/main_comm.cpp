@@ -1,4 +1,4 @@
-// The device-communicator tests' main (issue 7): run as
+// The device-communicator tests' main: run as
 //   mpiexec -np N test_gpu_comm KIND [catch arguments]
 // with KIND nccl, staged (both on GPU buffers) or staged-cpu (the staged communicator over a CPU
 // context, which needs no GPU). Every rank checks the same conditions and, where a GPU kind cannot

@@ -1,4 +1,4 @@
-// The stage tests' main (issue 7): run as
+// The stage tests' main: run as
 //   mpiexec -np N test_gpu_stages [--cpu-stand-in] "[tag]"
 // Every rank checks for a GPU; where any rank has none, every rank exits 77, which ctest reports as
 // skipped. Otherwise each rank makes a CUDA context on GPU (node-local rank % GPUs) — 4 ranks on

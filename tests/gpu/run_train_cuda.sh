@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# `optimus train --device cuda` end to end (issue 7, label gpu): a few steps on the GPU write a
+# `optimus train --device cuda` end to end (label gpu): a few steps on the GPU write a
 # checkpoint that the CPU evaluates to the loss the GPU evaluates it to; the same run on the CPU
 # logs the same losses; 1D on 2 ranks and 2D on 4 ranks evaluate it on the GPU (the device
 # communicator chosen automatically: staged where ranks share a GPU) to the same loss; a 2D run
 # trains on the GPU; a forced nccl that cannot work is one sentence; bench runs on the GPU.
-# Relative differences ≤ 1e-5 for evaluations, ≤ 1e-4 for the training losses (DESIGN §10 L5).
+# Relative differences ≤ 1e-5 for evaluations, ≤ 1e-4 for the training losses (L5).
 # Without a GPU it exits 77, which ctest reports as skipped.
 # Usage: run_train_cuda.sh OPTIMUS MPIEXEC GPU_PROBE
 set -euo pipefail

@@ -1,4 +1,4 @@
-// Helpers for the stage tests on the GPU (issue 7): what main_stages.cpp set up — the World, this
+// Helpers for the stage tests on the GPU: what main_stages.cpp set up — the World, this
 // rank's CUDA context (GPU node-local rank % GPUs), and the host-staged communicator over the
 // world on that context, from which the grids of the GPU models split their rows and columns.
 #pragma once

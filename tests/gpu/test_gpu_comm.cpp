@@ -1,4 +1,4 @@
-// The device communicators against the MPI one (DESIGN §10 L1, issue 7): every collective on
+// The device communicators against the MPI one (L1): every collective on
 // integer-valued data, where any order of summation is exact, must give exactly what
 // MpiCommunicator gives on the same host data; splits must group and order ranks alike; the
 // ledger must count the same calls and bytes. Run for each kind (nccl, staged, staged-cpu) at

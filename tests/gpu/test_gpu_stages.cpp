@@ -1,4 +1,4 @@
-// Each stage on a GPU against the same stage on the CPU (issue 7, label gpu): serial on 1 rank,
+// Each stage on a GPU against the same stage on the CPU (label gpu): serial on 1 rank,
 // Megatron 1D on 2 ranks and Optimus 2D on 4 ranks sharing one GPU through the host-staged
 // communicator. Same seed, same batches, same dropout masks (Philox on global indices, on both
 // devices), so the two runs differ only in the order of float32 sums inside the ops:
@@ -7,7 +7,7 @@
 //     relative, and the device ledger holds exactly the CPU ledger's parameters, gradients and
 //     activations;
 //   - over five AdamW steps with clipping: the loss trajectory and the weights ≤ 1e-4 relative
-//     (DESIGN §10 L5: AdamW divides by √v, which magnifies the last bits of small gradients).
+//     (L5: AdamW divides by √v, which magnifies the last bits of small gradients).
 // c_attn.bias's key third is compared separately (equivalence/compare.h: its gradient is 0 in exact
 // arithmetic, so its relative error is meaningless).
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-"""The Hugging Face side of the interoperability test (label interop; DESIGN §6, §13).
+"""The Hugging Face side of the interoperability test (label interop).
 
 Run with the project's virtual environment, .venv/bin/python (transformers from PyPI, pinned in
 scripts/requirements-interop.txt, over Debian's torch). Two commands:

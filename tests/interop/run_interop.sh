@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Interoperability with Hugging Face transformers (label interop; DESIGN §6): optimus's checkpoints
+# Interoperability with Hugging Face transformers (label interop): optimus's checkpoints
 # load in GPT2LMHeadModel.from_pretrained and give optimus eval's loss, and a model saved by
 # transformers' save_pretrained gives transformers' loss in optimus eval, in serial and in 2D on 4
 # ranks; a model trained 20 steps in 2D on 4 ranks gives the same loss in optimus eval, the chapter 1
@@ -71,7 +71,7 @@ for np in 1 4; do
   same "transformers checkpoint, optimus eval ($(where $np)) vs transformers" "$loss" "$hf_loss"
 done
 
-# 3. Trained 20 steps in 2D on 4 ranks (issue 6): optimus eval, the PyTorch reference, transformers.
+# 3. Trained 20 steps in 2D on 4 ranks: optimus eval, the PyTorch reference, transformers.
 "$mpiexec" -np 4 "$optimus" train --layout 2d --data "$tmp/text.txt" --steps 20 --batch 4 --seq 32 \
   --layers 2 --embd 64 --heads 4 --out "$tmp/run2d" >/dev/null
 ckpt=$tmp/run2d/step_000020

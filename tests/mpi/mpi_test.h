@@ -1,4 +1,4 @@
-// Assertions for tests that run on every rank of an MPI job (DESIGN §10). MPI_REQUIRE(expr)
+// Assertions for tests that run on every rank of an MPI job. MPI_REQUIRE(expr)
 // combines all ranks' verdicts before asserting, so when expr is false on one rank, every rank
 // fails that assertion together and leaves the test case — nobody is left waiting in a later
 // collective. Use only these in tests/mpi, and call them on every rank of the world.

@@ -1,4 +1,4 @@
-// L1 (DESIGN §10): each collective on integer-valued data, for float, double and int32, both
+// L1: each collective on integer-valued data, for float, double and int32, both
 // reduce ops, every root, counts 0, 1 and odd. Rank s's element k is value(s, k), so every rank
 // knows every input and the expected result is exact; results are compared with ==.
 #include <algorithm>

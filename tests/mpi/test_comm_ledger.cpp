@@ -1,4 +1,4 @@
-// The communication ledger (DESIGN §9): after known calls, calls and bytes equal the definition in
+// The communication ledger: after known calls, calls and bytes equal the definition in
 // comm_ledger.h exactly; children of split() record into the parent's ledger under their own
 // name; snapshot/since measures what happened in between (one training step, in the benchmarks).
 #include <string>

@@ -1,4 +1,4 @@
-// The grids (DESIGN §3, §8): Grid1D is the whole world; Grid2D puts rank r at row i = r / q,
+// The grids: Grid1D is the whole world; Grid2D puts rank r at row i = r / q,
 // column j = r % q, with row_comm ordered by j and col_comm ordered by i; a world that is not a
 // square is refused with a ConfigError, identically on every rank and before any communication.
 #include <string>

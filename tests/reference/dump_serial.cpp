@@ -1,4 +1,4 @@
-// The C++ half of the PyTorch reference test (DESIGN §10 "ext"): loads a checkpoint into the
+// The C++ half of the PyTorch reference test (the outside check): loads a checkpoint into the
 // serial GPT, runs one forward and backward on evaluation batch 0 of a text file, then `steps`
 // AdamW updates on that batch, and writes what it computed for gpt_reference.py compare:
 // inputs, targets, logits, loss, grad.<name> for every parameter, losses (steps + 1 of them), and

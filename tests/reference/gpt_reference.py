@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""The outside reference (DESIGN §10 "ext"): the GPT-2 of DESIGN §4 in plain PyTorch, float64.
+"""The outside reference: the GPT-2 model in plain PyTorch, float64.
 
 Written from the design, sharing no code with the C++ stages, so agreeing with it means two independent
-readings of the model agree. It reads and writes the checkpoint layout of DESIGN §6 (Hugging Face
+readings of the model agree. It reads and writes the project's checkpoint layout (Hugging Face
 GPT-2: config.json + model.safetensors, parsed here with struct/json/numpy) and has two commands:
   eval     the mean cross-entropy of a checkpoint on consecutive windows of a byte file;
   compare  check a dump written by the C++ side (logits, loss, gradients, AdamW loss trajectory).
@@ -101,7 +101,7 @@ def write_safetensors(path, tensors, metadata=None):
 # ---- the checkpoint: config.json + model.safetensors in the Hugging Face GPT-2 layout -------------
 
 def parameter_names(n_layer):
-    """The canonical parameter names in the canonical order (DESIGN §6, src/model/params.h)."""
+    """The canonical parameter names in the canonical order (src/model/params.h)."""
     names = ["transformer.wte.weight", "transformer.wpe.weight"]
     for l in range(n_layer):
         for part in ("ln_1", "attn.c_attn", "attn.c_proj", "ln_2", "mlp.c_fc", "mlp.c_proj"):
@@ -199,7 +199,7 @@ def write_checkpoint(directory, cfg, params):
     write_safetensors(os.path.join(directory, "model.safetensors"), arrays, {"format": "pt"})
 
 
-# ---- the model (DESIGN §4), forward only: autograd gives the backward pass ------------------------
+# ---- the model, forward only: autograd gives the backward pass ------------------------
 
 def gelu_new(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
@@ -302,7 +302,7 @@ def command_eval(args):
 # ---- compare --------------------------------------------------------------------------------------
 
 def relative_error(a, b):
-    """‖a − b‖ / ‖b‖ over the whole tensor (DESIGN §10); the plain ‖a − b‖ where ‖b‖ = 0."""
+    """‖a − b‖ / ‖b‖ over the whole tensor; the plain ‖a − b‖ where ‖b‖ = 0."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     norm = np.linalg.norm(b)
     diff = np.linalg.norm(a - b)

@@ -42,7 +42,7 @@ def random_parameters(seed=1234):
 
 
 def numpy_loss(params, inputs, targets):
-    """The model of DESIGN §4 once more, in numpy float64, written apart from the torch version."""
+    """The model once more, in numpy float64, written apart from the torch version."""
     p = {k: np.asarray(v, dtype=np.float64) for k, v in params.items()}
     B, T = inputs.shape
     C, NH = CFG["n_embd"], CFG["n_head"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checkpoints cross layouts (chapter 2, DESIGN §6): a model made in serial, and one written by
+# Checkpoints cross layouts (chapter 2): a model made in serial, and one written by
 # another GPT-2 implementation (the PyTorch reference's writer), evaluate to the same loss in 1D on
 # 2 and 4 ranks as in serial (the latter against the reference's own loss), and a model trained in
 # 1D on 2 ranks evaluates to the same loss in serial (relative difference ≤ 1e-5 each).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checkpoints cross layouts in 2D (chapter 3, DESIGN §6): a model made in serial, and one written by
+# Checkpoints cross layouts in 2D (chapter 3): a model made in serial, and one written by
 # another GPT-2 implementation (the PyTorch reference's writer), evaluate in 2D on 4 and 9 ranks to
 # the serial loss (the latter to the reference's own loss); a model trained 200 steps in 2D on 4
 # ranks (dropout on) evaluates to the same loss in serial and in 1D, and so does one trained in 2D

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# L6 (DESIGN §10): a run saved after 3 steps and resumed continues bitwise identically to a run
+# L6: a run saved after 3 steps and resumed continues bitwise identically to a run
 # that never stopped — weights, AdamW moments and the per-step losses (dropout on, so the masks
 # keyed by step are exercised too) — and that a resume with another learning rate is refused.
 # Usage: run_resume.sh OPTIMUS

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# L6 across layouts (DESIGN §10): a 2D run on 4 ranks saved after 3 of 6 steps and resumed in 2D on
+# L6 across layouts: a 2D run on 4 ranks saved after 3 of 6 steps and resumed in 2D on
 # 4 ranks continues bitwise identically (weights, AdamW moments, losses; dropout on); resumed in
 # serial and in 1D on 2 ranks it continues correctly: the losses of steps 4-6 and the final
 # model's evaluation loss within 1e-5 (relative) of the straight 2D run.

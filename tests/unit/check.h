@@ -1,4 +1,4 @@
-// Helpers for the L0 op tests (DESIGN §10): deterministic test data, relative errors, and central
+// Helpers for the L0 op tests: deterministic test data, relative errors, and central
 // finite differences of a float64 reference. Test data comes from Philox too (a test-only stream),
 // so every run and every machine tests the same numbers.
 #pragma once

@@ -1,4 +1,4 @@
-// Naive float64 references for the L0 op tests (DESIGN §10): the math of each op written as plain
+// Naive float64 references for the L0 op tests: the math of each op written as plain
 // loops straight from its definition, sharing no code with src/core, so a bug in an op cannot hide
 // in its reference. Only the dropout decision comes from core::dropout_keep, so the reference drops
 // the same attention probabilities as the op. The tests compare the ops' forward passes with these

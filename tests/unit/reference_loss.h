@@ -1,8 +1,8 @@
-// Float64 references for the L0 tests of the model's ends and its optimizer (DESIGN §10): token and
+// Float64 references for the L0 tests of the model's ends and its optimizer: token and
 // position embeddings, softmax cross-entropy over the whole vocabulary, AdamW and dropout.
 // Each is the textbook formula in plain loops, sharing no code with src/core, so a test that compares
 // the two compares two independent readings of the maths. Only the dropout mask calls
-// core::philox_uniform, because that number is the mask's definition (DESIGN §5).
+// core::philox_uniform, because that number is the mask's definition.
 #pragma once
 
 #include <algorithm>
@@ -79,7 +79,7 @@ inline void adamw_step(AdamWState& s, const std::vector<double>& grad, double lr
 
 /// The dropout mask of rows [row0, row0 + rows) × columns [col0, col0 + cols) of a matrix with
 /// total_cols columns: 1 where element (r, c) is kept, i.e. where the uniform number of its
-/// canonical index r·total_cols + c is >= p (DESIGN §5), else 0.
+/// canonical index r·total_cols + c is >= p, else 0.
 inline std::vector<double> dropout_mask(core::PhiloxKey key, uint32_t step, double p, int64_t rows, int64_t cols,
                                         int64_t row0, int64_t col0, int64_t total_cols) {
   std::vector<double> mask(static_cast<size_t>(rows * cols));

@@ -1,4 +1,4 @@
-// Checkpoint I/O (DESIGN §6, §11): safetensors round trips bitwise, atomic writes leave nothing
+// Checkpoint I/O: safetensors round trips bitwise, atomic writes leave nothing
 // half-written, every kind of damaged file is one ConfigError naming the file, config.json follows
 // GPT-2's keys, and load_model accepts what transformers writes but nothing that does not fit.
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// L0 tests of AdamW (DESIGN §10): several steps against the float64 reference of torch.optim.AdamW,
+// L0 tests of AdamW: several steps against the float64 reference of torch.optim.AdamW,
 // with and without weight decay, and two steps worked out by hand so that the expected numbers do
 // not come from running any code.
 #include <catch2/catch.hpp>

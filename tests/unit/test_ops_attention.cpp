@@ -1,4 +1,4 @@
-// L0 tests of causal self-attention (DESIGN §10): forward against the float64 reference and
+// L0 tests of causal self-attention: forward against the float64 reference and
 // backward against finite differences of it, without and with dropout on the probabilities; a
 // block of (sequence, head) pairs inside a larger canonical tensor gives exactly its slice of the
 // whole computation (what 1D and 2D rely on); and the backward accumulates.

@@ -1,4 +1,4 @@
-// L0 tests of softmax cross-entropy (DESIGN §10): the serial composite against the float64
+// L0 tests of softmax cross-entropy: the serial composite against the float64
 // reference, backward against finite differences of the mean loss, and the vocab-parallel pieces
 // over 2 and 3 vocab blocks, combined by hand the way the stages' all-reduces combine them.
 // The vocabulary is padded (V_real < V) with large logits in the padding, which must not count.

@@ -1,4 +1,4 @@
-// L0 tests of Philox dropout (DESIGN §5, §10): the reference mask, the kept fraction and scale,
+// L0 tests of Philox dropout: the reference mask, the kept fraction and scale,
 // and the property every parallel stage stands on: a block of a tensor, placed by its global
 // offsets, drops exactly the elements that the whole tensor drops there.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// L0 tests of the elementwise ops (DESIGN §10): GELU and the residual add against the float64
+// L0 tests of the elementwise ops: GELU and the residual add against the float64
 // reference and finite differences of it, scale, and the double-precision sum of squares (which
 // must not depend on the thread count, so clipping is reproducible).
 #include <omp.h>
@@ -48,31 +48,19 @@ TEST_CASE("gelu backward matches finite differences of the float64 reference", "
   CHECK(err <= 1e-4);
 }
 
-TEST_CASE("residual forward matches the float64 reference and its backward matches finite differences", "[ops]") {
+TEST_CASE("residual forward matches the float64 reference", "[ops]") {
   const auto ctx = core::cpu_context();
   const int n = 50;
-  const auto a = random_normal(n, 4), b = random_normal(n, 5), w = random_normal(n, 6);
+  const auto a = random_normal(n, 4), b = random_normal(n, 5);
   std::vector<float> out(n);
   core::residual_forward(ctx, out.data(), a.data(), b.data(), n);
   const auto want = testing::ref::residual(to_double(a), to_double(b));
   const double err = rel_error(out, want);
   CAPTURE(err);
   CHECK(err <= 1e-5);
-
-  std::vector<float> da(n, 0.0f), db(n, 0.0f);
-  core::residual_backward(ctx, da.data(), db.data(), w.data(), n);
-  const auto want_da = finite_difference(
-      [&](const auto& x) { return weighted_sum(testing::ref::residual(x, to_double(b)), to_double(w)); }, to_double(a));
-  const auto want_db = finite_difference(
-      [&](const auto& x) { return weighted_sum(testing::ref::residual(to_double(a), x), to_double(w)); }, to_double(b));
-  const double err_a = rel_error(da, want_da), err_b = rel_error(db, want_db);
-  CAPTURE(err_a, err_b);
-  CHECK(err_a <= 1e-4);
-  CHECK(err_b <= 1e-4);
 }
 
-TEST_CASE("gelu and residual backward accumulate: a second call doubles the gradient, and null outputs are skipped",
-          "[ops]") {
+TEST_CASE("gelu backward accumulates: a second call doubles the gradient", "[ops]") {
   const auto ctx = core::cpu_context();
   const int n = 64;
   const auto x = random_normal(n, 7), dout = random_normal(n, 8);
@@ -81,11 +69,14 @@ TEST_CASE("gelu and residual backward accumulate: a second call doubles the grad
   auto dx2 = dx;
   core::gelu_backward(ctx, dx2.data(), x.data(), dout.data(), n);
   for (int k = 0; k < n; ++k) CHECK(dx2[k] == Approx(2.0f * dx[k]));
+}
 
-  std::vector<float> da(n, 1.0f);
-  core::residual_backward(ctx, da.data(), nullptr, dout.data(), n);
-  core::residual_backward(ctx, nullptr, da.data(), dout.data(), n);
-  for (int k = 0; k < n; ++k) CHECK(da[k] == Approx(1.0f + 2.0f * dout[k]));
+TEST_CASE("zeroed sets a buffer to 0 and returns its data", "[ops]") {
+  const auto ctx = core::cpu_context();
+  core::Buffer b(*ctx.ledger, core::MemoryCategory::workspace, {3, 5});
+  for (int64_t k = 0; k < b.numel(); ++k) b.data()[k] = 1.5f;
+  CHECK(core::zeroed(ctx, b) == b.data());
+  for (int64_t k = 0; k < b.numel(); ++k) CHECK(b.data()[k] == 0.0f);
 }
 
 TEST_CASE("scale multiplies every element", "[ops]") {

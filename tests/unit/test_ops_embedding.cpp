@@ -1,4 +1,4 @@
-// L0 tests of the token and position embeddings (DESIGN §10): forward against the float64
+// L0 tests of the token and position embeddings: forward against the float64
 // reference, backward against finite differences of it, and the vocab split the 1D and 2D stages
 // rely on (blocks of vocab rows, zero for foreign tokens, summing to the whole lookup).
 #include <catch2/catch.hpp>

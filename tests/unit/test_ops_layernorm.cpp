@@ -1,4 +1,4 @@
-// L0 tests of LayerNorm (DESIGN §10): the serial composite against the float64 reference and
+// L0 tests of LayerNorm: the serial composite against the float64 reference and
 // finite differences, and the pieces the 2D stage uses: a row split over 2 and 3 column blocks,
 // with the partial sums added by hand where the 2D stage would all-reduce over the row, gives
 // what the composite gives.
@@ -91,8 +91,8 @@ TEST_CASE("layernorm backward matches finite differences of the float64 referenc
   core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C,
                           kEps);
   std::vector<float> dinp(N * C, 0.0f), dweight(C, 0.0f), dbias(C, 0.0f);
-  core::layernorm_backward(ctx, dinp.data(), dweight.data(), dbias.data(), w.data(), inp.data(), weight.data(),
-                           mean.data(), rstd.data(), N, C);
+  core::layernorm_backward(ctx, {.dinp = dinp.data(), .dweight = dweight.data(), .dbias = dbias.data()}, w.data(),
+                           inp.data(), weight.data(), mean.data(), rstd.data(), N, C);
 
   const auto xd = to_double(inp), wtd = to_double(weight), bd = to_double(bias), wd = to_double(w);
   auto loss = [&](const std::vector<double>& x, const std::vector<double>& W, const std::vector<double>& b) {
@@ -123,8 +123,8 @@ TEST_CASE("layernorm pieces over 2 and 3 column blocks, summed by hand, give the
   core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C,
                           kEps);
   std::vector<float> dinp(N * C, 0.0f), dweight(C, 0.0f), dbias(C, 0.0f);
-  core::layernorm_backward(ctx, dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(),
-                           mean.data(), rstd.data(), N, C);
+  core::layernorm_backward(ctx, {.dinp = dinp.data(), .dweight = dweight.data(), .dbias = dbias.data()}, dout.data(),
+                           inp.data(), weight.data(), mean.data(), rstd.data(), N, C);
 
   const std::vector<std::vector<int>> splits = {{6, 6}, {3, 4, 5}};  // widths of the column blocks
   for (const auto& widths : splits) {
@@ -200,17 +200,17 @@ TEST_CASE("layernorm backward accumulates: a second call doubles every gradient,
   core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C,
                           kEps);
   std::vector<float> dinp(N * C, 0.0f), dweight(C, 0.0f), dbias(C, 0.0f);
-  core::layernorm_backward(ctx, dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(),
-                           mean.data(), rstd.data(), N, C);
+  core::layernorm_backward(ctx, {.dinp = dinp.data(), .dweight = dweight.data(), .dbias = dbias.data()}, dout.data(),
+                           inp.data(), weight.data(), mean.data(), rstd.data(), N, C);
   auto dinp2 = dinp, dweight2 = dweight, dbias2 = dbias;
-  core::layernorm_backward(ctx, dinp2.data(), dweight2.data(), dbias2.data(), dout.data(), inp.data(), weight.data(),
-                           mean.data(), rstd.data(), N, C);
+  core::layernorm_backward(ctx, {.dinp = dinp2.data(), .dweight = dweight2.data(), .dbias = dbias2.data()}, dout.data(),
+                           inp.data(), weight.data(), mean.data(), rstd.data(), N, C);
   for (size_t k = 0; k < dinp.size(); ++k) CHECK(dinp2[k] == Approx(2.0f * dinp[k]));
   for (int c = 0; c < C; ++c) CHECK(dweight2[c] == Approx(2.0f * dweight[c]));
   for (int c = 0; c < C; ++c) CHECK(dbias2[c] == Approx(2.0f * dbias[c]));
 
   std::vector<float> dweight_only(C, 0.0f);
-  core::layernorm_backward(ctx, nullptr, dweight_only.data(), nullptr, dout.data(), inp.data(), weight.data(),
-                           mean.data(), rstd.data(), N, C);
+  core::layernorm_backward(ctx, {.dweight = dweight_only.data()}, dout.data(), inp.data(), weight.data(), mean.data(),
+                           rstd.data(), N, C);
   CHECK(dweight_only == dweight);
 }

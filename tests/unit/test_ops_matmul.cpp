@@ -1,4 +1,4 @@
-// L0 tests of the matrix products (DESIGN §10): matmul in its four transpose cases and on strided
+// L0 tests of the matrix products: matmul in its four transpose cases and on strided
 // blocks, the Conv1D linear layer and the bias add, each forward against the float64 reference and
 // each backward against finite differences of it, plus the rule that backward ops accumulate.
 #include <catch2/catch.hpp>
@@ -139,8 +139,9 @@ TEST_CASE("linear backward matches finite differences of the float64 reference, 
     CAPTURE(with_bias);
     const std::vector<double> b_used = with_bias ? bd : std::vector<double>{};
     std::vector<float> dinp(N * C, 0.0f), dweight(C * OC, 0.0f), dbias(OC, 0.0f);
-    core::linear_backward(ctx, dinp.data(), dweight.data(), with_bias ? dbias.data() : nullptr, w.data(), inp.data(),
-                          weight.data(), N, C, OC);
+    core::linear_backward(ctx,
+                          {.dinp = dinp.data(), .dweight = dweight.data(), .dbias = with_bias ? dbias.data() : nullptr},
+                          w.data(), inp.data(), weight.data(), N, C, OC);
     auto loss = [&](const std::vector<double>& x, const std::vector<double>& W, const std::vector<double>& b) {
       return weighted_sum(testing::ref::linear(x, W, b, N, C, OC), wd);
     };
@@ -190,9 +191,11 @@ TEST_CASE("matmul, linear and bias backward accumulate: a second call doubles th
   const int M = 4, N = 3, K = 5;
   const auto a = random_normal(M * K, 22), b = random_normal(K * N, 23), dc = random_normal(M * N, 24);
   std::vector<float> da1(M * K, 0.0f), db1(K * N, 0.0f), dbias1(N, 0.0f);
-  core::linear_backward(ctx, da1.data(), db1.data(), dbias1.data(), dc.data(), a.data(), b.data(), M, K, N);
+  core::linear_backward(ctx, {.dinp = da1.data(), .dweight = db1.data(), .dbias = dbias1.data()}, dc.data(), a.data(),
+                        b.data(), M, K, N);
   auto da2 = da1, db2 = db1, dbias2 = dbias1;
-  core::linear_backward(ctx, da2.data(), db2.data(), dbias2.data(), dc.data(), a.data(), b.data(), M, K, N);
+  core::linear_backward(ctx, {.dinp = da2.data(), .dweight = db2.data(), .dbias = dbias2.data()}, dc.data(), a.data(),
+                        b.data(), M, K, N);
   for (size_t k = 0; k < da1.size(); ++k) CHECK(da2[k] == Approx(2.0f * da1[k]));
   for (size_t k = 0; k < db1.size(); ++k) CHECK(db2[k] == Approx(2.0f * db1[k]));
   for (size_t k = 0; k < dbias1.size(); ++k) CHECK(dbias2[k] == Approx(2.0f * dbias1[k]));

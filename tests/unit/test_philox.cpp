@@ -1,4 +1,4 @@
-// Tests of the counter-based generator (DESIGN §5): Philox-4x32-10 against Random123's published
+// Tests of the counter-based generator: Philox-4x32-10 against Random123's published
 // known answers, the project's counter and key layout, and the uniform and normal numbers built on it.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// Causal self-attention on the CPU (DESIGN §4, §8): per (sequence, head) pair of a rank's block,
+// Causal self-attention on the CPU: per (sequence, head) pair of a rank's block,
 // scores = q·kᵀ/√HS, causal softmax, Philox dropout on the probabilities, out = att·v. The pairs
 // are independent: one OpenMP loop runs them, each with single-threaded sgemms reading q, k, v in
 // place from qkv (row stride 3C), and dropout_forward on the pair's (1, 1, T*T) piece of the

@@ -1,4 +1,4 @@
-// Softmax cross-entropy on the CPU, built from vocab-parallel pieces (chapter 01; DESIGN §7, §8).
+// Softmax cross-entropy on the CPU, built from vocab-parallel pieces (chapter 01).
 // loss_n = log Σ_v exp(logit_nv) − logit_n,target = log(sumexp) + max − target_logit, and each of
 // max, sumexp and target_logit is a reduction over the vocabulary. The pieces compute them over a
 // block of columns [v0, v0 + Vl); the serial composite runs them over all columns, and the 1D/2D

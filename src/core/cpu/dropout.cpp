@@ -1,4 +1,4 @@
-// Philox dropout on the CPU (DESIGN §5): the mask of an element is a pure function of
+// Philox dropout on the CPU: the mask of an element is a pure function of
 // (seed, stream, step, canonical index), so every layout drops the same elements, and backward
 // recomputes the mask instead of storing it.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Elementwise ops on the CPU (DESIGN §9): the residual add, scaling, and the sum of squares that gradient-norm clipping
+// Elementwise ops on the CPU: the residual add, scaling, and the sum of squares that gradient-norm clipping
 // needs. Plain OpenMP loops; the sum of squares is accumulated in double, in a fixed order that does not depend on
 // thread count.
 #include <algorithm>
@@ -17,18 +17,14 @@ void residual_forward(const Context& ctx, float* out, const float* a, const floa
   for (int64_t k = 0; k < n; ++k) out[k] = a[k] + b[k];
 }
 
-void residual_backward(const Context& ctx, float* da, float* db, const float* dout, int64_t n) {
-  OPTIMUS_DISPATCH(ctx, cuda::residual_backward(ctx, da, db, dout, n));
-#pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < n; ++k) {
-    if (da != nullptr) da[k] += dout[k];
-    if (db != nullptr) db[k] += dout[k];
-  }
-}
-
 void zero(const Context& ctx, float* x, int64_t n) {
   OPTIMUS_DISPATCH(ctx, cuda::zero(ctx, x, n));
   std::fill(x, x + n, 0.0f);
+}
+
+float* zeroed(const Context& ctx, const Buffer& b) {
+  zero(ctx, b.data(), b.numel());
+  return b.data();
 }
 
 void scale(const Context& ctx, float* x, float s, int64_t n) {

@@ -1,4 +1,4 @@
-// Token and position embeddings on the CPU (chapter 01; DESIGN §7, §8 for the vocab split).
+// Token and position embeddings on the CPU (chapter 01; the vocab split is chapter 2's and 3's).
 // The lookup takes a vocab range [v0, v0 + Vl) so one op serves every stage: the serial model
 // passes the whole vocabulary, a vocab-parallel rank its block of rows, and tokens outside the
 // block give zero rows, which the all-reduce (1D) or reduce-scatter (2D) then fills in.

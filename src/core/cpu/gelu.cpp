@@ -1,4 +1,4 @@
-// GELU on the CPU (DESIGN §4, §9): GPT-2's tanh form (gelu_new). This file alone is compiled with
+// GELU on the CPU: GPT-2's tanh form (gelu_new). This file alone is compiled with
 // -ffast-math (src/CMakeLists.txt): that lets GCC call glibc's vector expf (libmvec) inside the
 // `omp simd` loops, about 4x faster than one expf per element; GELU was a tenth of a training step.
 #include <cmath>

@@ -1,4 +1,4 @@
-// LayerNorm on the CPU (DESIGN §8, §9): two-pass statistics in float, eps from the caller.
+// LayerNorm on the CPU: two-pass statistics in float, eps from the caller.
 // The op comes in pieces that work on a block of a row's columns; layernorm_forward/backward are
 // those same pieces over the whole row (C_total = C). The 2D stage puts a row all-reduce between
 // the pieces, so the serial and the 2D LayerNorm run the same arithmetic on every column.
@@ -134,8 +134,9 @@ void layernorm_forward(const Context& ctx, float* out, float* mean, float* rstd,
   layernorm_normalize(ctx, out, mean, rstd, inp, mean, rstd, weight, bias, N, C, C, eps);
 }
 
-void layernorm_backward(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
-                        const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C) {
+void layernorm_backward(const Context& ctx, const LayerGrads& add_to, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C) {
+  float *dinp = add_to.dinp, *dweight = add_to.dweight, *dbias = add_to.dbias;
   OPTIMUS_DISPATCH(ctx, cuda::layernorm_backward(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C));
   Buffer sums(*ctx.ledger, MemoryCategory::workspace, {2, N});  // (2, N): Σg and Σg·xhat per row
   float* sum_g = sums.data();

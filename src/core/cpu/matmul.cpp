@@ -1,4 +1,4 @@
-// Matrix products on the CPU (DESIGN §9): matmul with transposes, the GPT-2 Conv1D linear layer and
+// Matrix products on the CPU: matmul with transposes, the GPT-2 Conv1D linear layer and
 // the bias add, all on OpenBLAS's sgemm — never a hand-written GEMM on the readable path.
 // Every backward is itself a matmul with beta = 1, which is how the "backward ops accumulate" rule
 // of ops.h costs nothing here.
@@ -65,10 +65,10 @@ void linear_forward(const Context& ctx, float* out, const float* inp, const floa
   if (bias != nullptr) bias_add_forward(ctx, out, bias, N, OC);
 }
 
-void linear_backward(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+void linear_backward(const Context& ctx, const LayerGrads& add_to, const float* dout, const float* inp,
                      const float* weight, int N, int C, int OC) {
-  matmul_backward(ctx, dinp, dweight, dout, inp, weight, N, OC, C, Trans::no, Trans::no);
-  if (dbias != nullptr) bias_add_backward(ctx, dbias, dout, N, OC);
+  matmul_backward(ctx, add_to.dinp, add_to.dweight, dout, inp, weight, N, OC, C, Trans::no, Trans::no);
+  if (add_to.dbias != nullptr) bias_add_backward(ctx, add_to.dbias, dout, N, OC);
 }
 
 void bias_add_forward(const Context& ctx, float* out, const float* bias, int N, int OC) {

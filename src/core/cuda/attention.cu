@@ -1,4 +1,4 @@
-// Causal self-attention on the GPU (DESIGN §4, §8): the CPU op's steps (core/cpu/attention.cpp)
+// Causal self-attention on the GPU: the CPU op's steps (core/cpu/attention.cpp)
 // for a whole sequence b at a time: its NH heads are one strided-batched cuBLAS product each
 // (head h's q, k, v sit HS columns after head h-1's in qkv), scores = q·kᵀ/√HS, a causal softmax
 // kernel (one block per row), Philox dropout on the probabilities with the canonical indices of

@@ -1,5 +1,5 @@
-// Softmax cross-entropy on the GPU, the vocab-parallel pieces of core/cpu/crossentropy.cpp
-// (DESIGN §7, §8): max, sum of exponentials (accumulated in double, as on the CPU) and target
+// Softmax cross-entropy on the GPU, the vocab-parallel pieces of core/cpu/crossentropy.cpp:
+// max, sum of exponentials (accumulated in double, as on the CPU) and target
 // logit over the local columns [v0, v0 + Vl), one block per row; the losses per row; and the
 // gradient, elementwise. Columns with a global id >= V_real are padding and take no part.
 #include <algorithm>

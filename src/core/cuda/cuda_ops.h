@@ -39,7 +39,6 @@ void layernorm_backward(const Context& ctx, float* dinp, float* dweight, float* 
 void gelu_forward(const Context& ctx, float* out, const float* inp, int64_t n);
 void gelu_backward(const Context& ctx, float* dinp, const float* inp, const float* dout, int64_t n);
 void residual_forward(const Context& ctx, float* out, const float* a, const float* b, int64_t n);
-void residual_backward(const Context& ctx, float* da, float* db, const float* dout, int64_t n);
 void zero(const Context& ctx, float* x, int64_t n);
 void scale(const Context& ctx, float* x, float s, int64_t n);
 void sum_squares(const Context& ctx, double* out, const float* x, int64_t n);

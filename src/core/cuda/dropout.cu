@@ -1,4 +1,4 @@
-// Philox dropout on the GPU (DESIGN §5): one thread per element evaluates the same pure function
+// Philox dropout on the GPU: one thread per element evaluates the same pure function
 // of (seed, stream, step, canonical index) as core/cpu/dropout.cpp, so the masks are identical
 // bit for bit, and backward recomputes the mask instead of storing it.
 #include "core/cuda/common.cuh"

@@ -1,4 +1,4 @@
-// Philox dropout on the device (DESIGN §5): the keep decision of local element k of a block is
+// Philox dropout on the device: the keep decision of local element k of a block is
 // dropout_keep(key, canonical index of k, step, p) from core/philox.h, the same function the CPU
 // runs, so the GPU drops exactly the elements the CPU drops. Shared by dropout.cu and attention.cu.
 #pragma once

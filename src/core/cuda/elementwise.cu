@@ -1,4 +1,4 @@
-// Elementwise ops on the GPU (DESIGN §9): GELU, the residual add, zero, scale, and the two
+// Elementwise ops on the GPU: GELU, the residual add, zero, scale, and the two
 // reductions into a host double (sum of squares for gradient clipping, the plain sum for a
 // stage's loss). One grid-stride kernel per op with 64-bit indices. The reductions use the CPU's
 // own chunking (2^14 elements per chunk, each summed in order in double, then the chunks in
@@ -36,14 +36,6 @@ __global__ void gelu_backward_kernel(float* dinp, const float* inp, const float*
 // out = a + b (out may be a or b)
 __global__ void residual_forward_kernel(float* out, const float* a, const float* b, int64_t n) {
   for (int64_t k = grid_first(); k < n; k += grid_stride()) out[k] = a[k] + b[k];
-}
-
-// da += dout; db += dout (either may be null)
-__global__ void residual_backward_kernel(float* da, float* db, const float* dout, int64_t n) {
-  for (int64_t k = grid_first(); k < n; k += grid_stride()) {
-    if (da != nullptr) da[k] += dout[k];
-    if (db != nullptr) db[k] += dout[k];
-  }
 }
 
 // x *= s
@@ -108,12 +100,6 @@ void gelu_backward(const Context& ctx, float* dinp, const float* inp, const floa
 void residual_forward(const Context& ctx, float* out, const float* a, const float* b, int64_t n) {
   if (n == 0) return;
   residual_forward_kernel<<<blocks_for(n), kBlock, 0, stream_of(ctx)>>>(out, a, b, n);
-  OPTIMUS_CUDA_LAUNCH_CHECK();
-}
-
-void residual_backward(const Context& ctx, float* da, float* db, const float* dout, int64_t n) {
-  if ((da == nullptr && db == nullptr) || n == 0) return;
-  residual_backward_kernel<<<blocks_for(n), kBlock, 0, stream_of(ctx)>>>(da, db, dout, n);
   OPTIMUS_CUDA_LAUNCH_CHECK();
 }
 

@@ -1,5 +1,5 @@
-// Token and position embeddings on the GPU (chapter 01; DESIGN §7, §8 for the vocab range
-// [v0, v0 + Vl)). The lookups are elementwise. The scatter-add of the token embedding's backward
+// Token and position embeddings on the GPU (chapter 01; the vocab range [v0, v0 + Vl) is for
+// chapters 2 and 3). The lookups are elementwise. The scatter-add of the token embedding's backward
 // avoids atomics (their order, and so the rounding, would change from run to run): each thread
 // owns one column of a bucket of vocab rows and adds the tokens that fall in its bucket in order
 // n = 0, 1, ..., exactly the CPU's order, so dwte is bitwise the CPU's. Position backward

@@ -1,4 +1,4 @@
-// LayerNorm on the GPU (DESIGN §8, §9): the same pieces as core/cpu/layernorm.cpp, in the same
+// LayerNorm on the GPU: the same pieces as core/cpu/layernorm.cpp, in the same
 // two-pass float arithmetic, one block per row for the row statistics (a block reduction replaces
 // the CPU's left-to-right sum, so the last bits may differ) and 32-column strips for the parameter
 // gradients. layernorm_forward is the three forward pieces (core/cpu/layernorm.cpp dispatches them

@@ -1,4 +1,4 @@
-// Matrix products on the GPU (DESIGN §9): cuBLAS sgemm in float32 (the context's handle runs
+// Matrix products on the GPU: cuBLAS sgemm in float32 (the context's handle runs
 // CUBLAS_DEFAULT_MATH: no TF32 unless asked for), and the bias add and its backward as kernels.
 // matmul, matmul_backward and the linear layer are compositions of these in core/cpu/matmul.cpp,
 // which dispatch here piece by piece, so the GPU runs the same sequence of products as the CPU.
