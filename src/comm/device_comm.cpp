@@ -71,6 +71,11 @@ DeviceComm resolve_device_comm(DeviceComm requested, int max_ranks_per_node, int
 std::unique_ptr<Communicator> make_device_communicator(MPI_Comm comm, const core::Context& ctx, DeviceComm requested,
                                                        std::string name, CommLedger& ledger) {
   if (ctx.device == core::Device::cpu) return std::make_unique<MpiCommunicator>(comm, std::move(name), ledger);
+  if (ctx.device == core::Device::meta) {
+    throw core::ConfigError(
+        "a meta context has no device communicator yet (a meta run cannot move its numbers, which it does not "
+        "have, through MPI or NCCL); run a meta model on one process, serially");
+  }
 
   // Every rank must decide alike: combine the worst case of the group first.
   const NodePlacement placement = node_placement(comm);

@@ -1,4 +1,5 @@
-// One double through a communicator, on the host or through a one-element device buffer.
+// One double through a communicator, on the host or through a one-element device buffer. A meta
+// context holds no device memory to stage it in: its double (NaN) goes from the host, as on the CPU.
 #include "comm/scalar.h"
 
 #include "core/memory_ledger.h"
@@ -7,7 +8,7 @@
 namespace optimus::comm {
 
 double all_reduce_scalar(Communicator& comm, const core::Context& ctx, double x, ReduceOp op) {
-  if (ctx.device == core::Device::cpu) {
+  if (ctx.device != core::Device::cuda) {
     comm.all_reduce(&x, 1, op);
     return x;
   }

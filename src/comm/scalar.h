@@ -11,7 +11,7 @@
 namespace optimus::comm {
 
 /// x reduced over the group of `comm`, returned on every rank. `ctx` is the context the
-/// communicator was made for: on a CPU context the host double goes to the communicator as it is
+/// communicator was made for: on a CPU (or meta) context the host double goes to the communicator as it is
 /// (nothing is copied or allocated); on a CUDA context it travels through a one-element device
 /// buffer (copy to the device, the collective, copy back). Collective; records one all_reduce of
 /// 8 bytes in the communicator's ledger either way.

@@ -1,8 +1,10 @@
-// The Context every op receives: which backend runs it (CPU or CUDA) and which ledger records its
-// memory. Ops dispatch on ctx.device (core/dispatch.h). A CUDA context also carries the stream its
-// ops run on and the cuBLAS handle bound to that stream; it shares the ownership of both, so they
-// live as long as any copy of the context. Also here: moving numbers between the host and a
-// context's device, for stages that keep their tensors on a GPU (chapter 01's GPU section).
+// The Context every op receives: which backend runs it (CPU, CUDA or meta), which ledger records its
+// memory and, when one is given, which op ledger records what its ops cost. Ops dispatch on
+// ctx.device (core/dispatch.h). A meta context runs nothing: its buffers hold no numbers, its ops
+// only record their cost, so a model of any size can be measured without the memory to hold it. A CUDA context also
+// carries the stream its ops run on and the cuBLAS handle bound to that stream; it shares the ownership of both, so
+// they live as long as any copy of the context. Also here: moving numbers between the host and a context's device, for
+// stages that keep their tensors on a GPU (chapter 01's GPU section).
 #pragma once
 
 #include <cstddef>
@@ -12,6 +14,7 @@
 #include <type_traits>
 
 #include "core/memory_ledger.h"
+#include "core/op_ledger.h"
 #include "core/tensor.h"
 
 namespace optimus::core {
@@ -22,6 +25,7 @@ struct CudaResources;
 struct Context {
   Device device = Device::cpu;
   MemoryLedger* ledger = &MemoryLedger::host();
+  OpLedger* ops = nullptr;        // records every op's cost; nullptr records nothing
   int cuda_device = -1;           // the GPU's index when device == cuda
   void* cuda_stream = nullptr;    // cudaStream_t when device == cuda
   void* cublas_handle = nullptr;  // cublasHandle_t when device == cuda
@@ -29,8 +33,16 @@ struct Context {
   std::shared_ptr<const CudaResources> cuda_resources;
 };
 
-/// A CPU context recording into `ledger` (the process's host ledger by default).
-Context cpu_context(MemoryLedger& ledger = MemoryLedger::host());
+/// A CPU context recording into `ledger` (the process's host ledger by default), and the ops'
+/// costs into `ops` when it is given.
+Context cpu_context(MemoryLedger& ledger = MemoryLedger::host(), OpLedger* ops = nullptr);
+
+/// A meta context: Buffers on it are recorded in `ledger` exactly as CPU buffers of the same shape
+/// and category, but hold no storage (their addresses are reserved, with no access allowed); ops
+/// record their cost in `ops` (when given) and compute nothing. Values that reach the host are NaN:
+/// core::sum and core::sum_squares give NaN, and a copy to the host fills it with bytes 0xFF (a
+/// float or double NaN, an int -1). A meta run says it has no value rather than inventing one.
+Context meta_context(MemoryLedger& ledger, OpLedger* ops = nullptr);
 
 /// How a CUDA context runs its matrix products.
 struct CudaOptions {
@@ -59,7 +71,8 @@ int cuda_device_count();
 
 // ---- moving numbers between the host and the context's device -------------------------------
 // On a CPU context these are plain memcpy. On a CUDA context they are ordered on its stream and
-// return when the copy is complete, so the host may read (or reuse) its side at once.
+// return when the copy is complete, so the host may read (or reuse) its side at once. On a meta
+// context nothing moves, and a copy to the host fills the host side with bytes 0xFF (NaN).
 
 /// device_dst = host_src, `bytes` bytes.
 void copy_bytes_to_device(const Context& ctx, void* device_dst, const void* host_src, size_t bytes);

@@ -1,5 +1,6 @@
 // Shapes and ledger-recorded buffers. Device memory comes from core/cuda/device.cu (or, in a build
-// without the CUDA backend, from no_cuda.cpp, which says so).
+// without the CUDA backend, from no_cuda.cpp, which says so); a meta Buffer's address range from
+// core/meta/meta_memory.cpp.
 #include "core/tensor.h"
 
 #include <cstdlib>
@@ -9,11 +10,20 @@
 #include <stdexcept>
 
 #include "core/cuda/device_memory.h"
+#include "core/meta/meta_memory.h"
 
 namespace optimus::core {
 
 const char* device_name(Device d) {
-  return d == Device::cpu ? "cpu" : "cuda";
+  switch (d) {
+    case Device::cpu:
+      return "cpu";
+    case Device::cuda:
+      return "cuda";
+    case Device::meta:
+      return "meta";
+  }
+  return "?";
 }
 
 int64_t Shape::numel() const {
@@ -46,6 +56,13 @@ Buffer::Buffer(MemoryLedger& ledger, MemoryCategory category, Shape shape, Devic
       throw std::bad_alloc();
     }
     std::memset(data_, 0, n);
+  } else if (device_ == Device::meta) {
+    try {
+      data_ = static_cast<float*>(meta_reserve(n));
+    } catch (...) {
+      ledger_->release(category_, n);
+      throw;
+    }
   } else {
     try {
       data_ = static_cast<float*>(device_alloc_zeroed(n));
@@ -87,6 +104,8 @@ void Buffer::release() {
   if (data_ != nullptr) {
     if (device_ == Device::cpu) {
       std::free(data_);
+    } else if (device_ == Device::meta) {
+      meta_unreserve(data_, bytes());
     } else {
       device_free(data_);
     }

@@ -2,7 +2,9 @@
 // A Buffer owns an allocation that is recorded in a MemoryLedger under a category, and releases it
 // (and its ledger entry) when destroyed. Everything the stages hold lives in Buffers (token ids in
 // IntBuffers); ops take the raw pointers of Buffers. A Buffer on Device::cuda lives in the current
-// GPU's memory (cuda_context makes a GPU current), zero-initialised like a CPU one.
+// GPU's memory (cuda_context makes a GPU current), zero-initialised like a CPU one. A Buffer on
+// Device::meta is recorded like a CPU one but holds no numbers: its data() is an address range
+// reserved with no access allowed, so offsets into it work and any read or write faults at once.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +17,7 @@
 
 namespace optimus::core {
 
-enum class Device { cpu, cuda };
+enum class Device { cpu, cuda, meta };
 
 const char* device_name(Device d);
 

@@ -18,6 +18,11 @@ ParamSet ParamSet::create(const GPTConfig& config, const core::Context& ctx,
     const core::Shape local = spec.local_shape();
     ParamTensor t{info, spec, core::Buffer(*ctx.ledger, core::MemoryCategory::parameters, local, ctx.device),
                   core::Buffer(*ctx.ledger, core::MemoryCategory::gradients, local, ctx.device)};
+    // A meta context holds no values: there is nothing to draw.
+    if (ctx.device == core::Device::meta) {
+      set.tensors.push_back(std::move(t));
+      continue;
+    }
     // Each local element takes the value of its canonical element: layout-independent. Padding
     // (no canonical element) is zero.
     std::vector<float> host(static_cast<size_t>(local.numel()));

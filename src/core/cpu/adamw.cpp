@@ -9,9 +9,20 @@
 
 namespace optimus::core {
 
+namespace {
+
+// Per element, counted on the code below (op_ledger.h's conventions): the decay one; m's lerp
+// three; v's update four; the denominator (sqrt, divide, add) three; the step (multiply, divide,
+// subtract) three: fourteen. param, m, v and grad are read, param, m and v written.
+OpCost adamw_cost(int64_t n) {
+  return {.kind = OpKind::optimizer, .flops = 14 * n, .bytes_read = floats(4 * n), .bytes_written = floats(3 * n)};
+}
+
+}  // namespace
+
 void adamw_update(const Context& ctx, float* param, float* m, float* v, const float* grad, int64_t n,
                   const AdamWConfig& cfg) {
-  OPTIMUS_DISPATCH(ctx, cuda::adamw_update(ctx, param, m, v, grad, n, cfg));
+  OPTIMUS_DISPATCH(ctx, adamw_cost(n), cuda::adamw_update(ctx, param, m, v, grad, n, cfg));
   // Scalars are worked out in double once, as PyTorch does in Python, then used in float.
   const double beta1 = cfg.beta1, beta2 = cfg.beta2, lr = cfg.lr;
   const float decay = static_cast<float>(1.0 - lr * cfg.weight_decay);

@@ -4,6 +4,8 @@
 // place from qkv (row stride 3C), and dropout_forward on the pair's (1, 1, T*T) piece of the
 // canonical block (its own loop runs on one thread there), so every layout drops the same
 // probabilities. Backward recomputes the mask rather than storing the dropped probabilities.
+// Each op records its whole cost (a GPU runs it as one call) and runs its products and dropout
+// unrecorded. A meta context records the CPU's scratch too, so its memory ledger is a CPU run's.
 #include <cblas.h>
 #include <omp.h>
 
@@ -91,19 +93,45 @@ void causal_softmax_backward(float* datt, const float* att, int T) {
   }
 }
 
+// ---- costs (op_ledger.h's conventions), dense on the T×T scores of each of the B·NH pairs ------
+// Forward: scores q·kᵀ 2·T²·HS; softmax five per score (max, subtract, exp, sum, scale by
+// 1 / sum); dropout one per score when p > 0; att·v 2·T²·HS. Backward: dv and d(att) 2·T²·HS
+// each; the softmax backward four per score (the dot's multiply-add, subtract, multiply); dq and
+// dk 2·T²·HS each; with dropout, its mask recomputed (one) and its backward (two) per score.
+
+OpCost attention_forward_cost(int64_t B, int64_t T, int64_t C, int64_t NH, float p) {
+  const int64_t HS = C / NH, TT = T * T;
+  return {.kind = OpKind::attention,
+          .flops = B * NH * (4 * TT * HS + 5 * TT + (p > 0.0f ? TT : 0)),
+          .bytes_read = floats(B * T * 3 * C),                // qkv
+          .bytes_written = floats(B * T * C + B * NH * TT)};  // out, att
+}
+
+OpCost attention_backward_cost(int64_t B, int64_t T, int64_t C, int64_t NH, float p) {
+  const int64_t HS = C / NH, TT = T * T;
+  return {.kind = OpKind::attention,
+          .flops = B * NH * (8 * TT * HS + 4 * TT + (p > 0.0f ? 3 * TT : 0)),
+          .bytes_read = floats(B * T * C + 2 * B * T * 3 * C + B * NH * TT),  // dout, qkv, dqkv, att
+          .bytes_written = floats(B * T * 3 * C + B * NH * TT)};              // dqkv, datt
+}
+
 }  // namespace
 
 void attention_forward(const Context& ctx, float* out, float* att, const float* qkv, int B, int T, int C, int NH,
                        const DropoutSpec& drop) {
   check_dropout_block(drop, B, NH, T, __func__);  // before the dispatch: one check for both devices
-  OPTIMUS_DISPATCH(ctx, cuda::attention_forward(ctx, out, att, qkv, B, T, C, NH, drop));
+  record_op(ctx, attention_forward_cost(B, T, C, NH, drop.p));
+  OPTIMUS_DISPATCH_CUDA(ctx, cuda::attention_forward(ctx, out, att, qkv, B, T, C, NH, drop));
   const int HS = C / NH;
   const int C3 = 3 * C;
   const int64_t TT = static_cast<int64_t>(T) * T;
   const float score_scale = 1.0f / std::sqrt(static_cast<float>(HS));
   // One (T, T) slot per thread for the dropped probabilities; none without dropout.
   const int threads = omp_get_max_threads();
-  Buffer dropped(*ctx.ledger, MemoryCategory::workspace, {drop.p > 0.0f ? threads : 0, TT});  // (threads, T*T)
+  Buffer dropped(*ctx.ledger, MemoryCategory::workspace, {drop.p > 0.0f ? threads : 0, TT},
+                 ctx.device);  // (threads, T*T)
+  if (ctx.device == Device::meta) return;
+  const Context pieces = unrecorded(ctx);
   SingleThreadedBlas one_blas_thread;
 
 #pragma omp parallel for schedule(static)
@@ -115,30 +143,34 @@ void attention_forward(const Context& ctx, float* out, float* att, const float* 
     float* a = att + bh * TT;                                          // (T, T)
     float* y = out + static_cast<int64_t>(b) * T * C + h * HS;         // (T, HS), row stride C
 
-    matmul_strided(ctx, a, T, q, C3, k, C3, T, T, HS, Trans::no, Trans::yes, score_scale, 0.0f);
+    matmul_strided(pieces, a, T, q, C3, k, C3, T, T, HS, Trans::no, Trans::yes, score_scale, 0.0f);
     causal_softmax(a, T);
     const float* a_used = a;  // what multiplies v: the probabilities after dropout
     if (drop.p > 0.0f) {
       float* slot = dropped.data() + omp_get_thread_num() * TT;  // (T, T)
-      dropout_forward(ctx, slot, a, pair_dropout(drop, b, h));
+      dropout_forward(pieces, slot, a, pair_dropout(drop, b, h));
       a_used = slot;
     }
-    matmul_strided(ctx, y, C, a_used, T, v, C3, T, HS, T, Trans::no, Trans::no, 1.0f, 0.0f);
+    matmul_strided(pieces, y, C, a_used, T, v, C3, T, HS, T, Trans::no, Trans::no, 1.0f, 0.0f);
   }
 }
 
 void attention_backward(const Context& ctx, float* dqkv, float* datt, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH, const DropoutSpec& drop) {
   check_dropout_block(drop, B, NH, T, __func__);  // before the dispatch, as in forward
-  OPTIMUS_DISPATCH(ctx, cuda::attention_backward(ctx, dqkv, datt, dout, qkv, att, B, T, C, NH, drop));
-  if (dqkv == nullptr) return;
+  if (dqkv == nullptr) return;                    // nothing asked, nothing done or recorded (on every device)
+  record_op(ctx, attention_backward_cost(B, T, C, NH, drop.p));
+  OPTIMUS_DISPATCH_CUDA(ctx, cuda::attention_backward(ctx, dqkv, datt, dout, qkv, att, B, T, C, NH, drop));
   const int HS = C / NH;
   const int C3 = 3 * C;
   const int64_t TT = static_cast<int64_t>(T) * T;
   const float score_scale = 1.0f / std::sqrt(static_cast<float>(HS));
   // Two (T, T) slots per thread: the dropped probabilities and their gradient.
   const int threads = omp_get_max_threads();
-  Buffer scratch(*ctx.ledger, MemoryCategory::workspace, {drop.p > 0.0f ? threads : 0, 2, TT});  // (threads, 2, T*T)
+  Buffer scratch(*ctx.ledger, MemoryCategory::workspace, {drop.p > 0.0f ? threads : 0, 2, TT},
+                 ctx.device);  // (threads, 2, T*T)
+  if (ctx.device == Device::meta) return;
+  const Context pieces = unrecorded(ctx);
   SingleThreadedBlas one_blas_thread;
 
 #pragma omp parallel for schedule(static)
@@ -160,19 +192,19 @@ void attention_backward(const Context& ctx, float* dqkv, float* datt, const floa
       float* a_used = scratch.data() + omp_get_thread_num() * 2 * TT;  // (T, T)
       float* da_used = a_used + TT;                                    // (T, T)
       const DropoutSpec spec = pair_dropout(drop, b, h);
-      dropout_forward(ctx, a_used, a, spec);
-      matmul_strided(ctx, dv, C3, a_used, T, dy, C, T, HS, T, Trans::yes, Trans::no, 1.0f, 1.0f);
-      matmul_strided(ctx, da_used, T, dy, C, v, C3, T, T, HS, Trans::no, Trans::yes, 1.0f, 0.0f);
+      dropout_forward(pieces, a_used, a, spec);
+      matmul_strided(pieces, dv, C3, a_used, T, dy, C, T, HS, T, Trans::yes, Trans::no, 1.0f, 1.0f);
+      matmul_strided(pieces, da_used, T, dy, C, v, C3, T, T, HS, Trans::no, Trans::yes, 1.0f, 0.0f);
       std::fill(da, da + TT, 0.0f);
-      dropout_backward(ctx, da, da_used, spec);
+      dropout_backward(pieces, da, da_used, spec);
     } else {
-      matmul_strided(ctx, dv, C3, a, T, dy, C, T, HS, T, Trans::yes, Trans::no, 1.0f, 1.0f);
-      matmul_strided(ctx, da, T, dy, C, v, C3, T, T, HS, Trans::no, Trans::yes, 1.0f, 0.0f);
+      matmul_strided(pieces, dv, C3, a, T, dy, C, T, HS, T, Trans::yes, Trans::no, 1.0f, 1.0f);
+      matmul_strided(pieces, da, T, dy, C, v, C3, T, T, HS, Trans::no, Trans::yes, 1.0f, 0.0f);
     }
     causal_softmax_backward(da, a, T);  // da: gradient of the probabilities -> of the scores
     // scores = score_scale · q · kᵀ
-    matmul_strided(ctx, dq, C3, da, T, k, C3, T, HS, T, Trans::no, Trans::no, score_scale, 1.0f);
-    matmul_strided(ctx, dk, C3, da, T, q, C3, T, HS, T, Trans::yes, Trans::no, score_scale, 1.0f);
+    matmul_strided(pieces, dq, C3, da, T, k, C3, T, HS, T, Trans::no, Trans::no, score_scale, 1.0f);
+    matmul_strided(pieces, dk, C3, da, T, q, C3, T, HS, T, Trans::yes, Trans::no, score_scale, 1.0f);
   }
 }
 

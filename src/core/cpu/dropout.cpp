@@ -9,6 +9,27 @@
 
 namespace optimus::core {
 
+namespace {
+
+// Per element (op_ledger.h's conventions; the mask's Philox work is integer, not counted): forward
+// multiplies a kept element by 1 / (1 - p), one FLOP, none when p = 0 (a copy); backward multiplies
+// and adds into dinp, two, or only the add when p = 0. Bytes as the formula: inp read, out written;
+// dout and dinp read, dinp written.
+OpCost dropout_forward_cost(const DropoutSpec& spec) {
+  const int64_t n = spec.block.numel();
+  return {
+      .kind = OpKind::elementwise, .flops = spec.p > 0.0f ? n : 0, .bytes_read = floats(n), .bytes_written = floats(n)};
+}
+OpCost dropout_backward_cost(const DropoutSpec& spec) {
+  const int64_t n = spec.block.numel();
+  return {.kind = OpKind::elementwise,
+          .flops = spec.p > 0.0f ? 2 * n : n,
+          .bytes_read = floats(2 * n),
+          .bytes_written = floats(n)};
+}
+
+}  // namespace
+
 GlobalBlock GlobalBlock::whole(int64_t n) {
   return matrix(n, 1, 0, 0, n, 1);
 }
@@ -36,7 +57,7 @@ int64_t GlobalBlock::global_index(int64_t k) const {
 }
 
 void dropout_forward(const Context& ctx, float* out, const float* inp, const DropoutSpec& spec) {
-  OPTIMUS_DISPATCH(ctx, cuda::dropout_forward(ctx, out, inp, spec));
+  OPTIMUS_DISPATCH(ctx, dropout_forward_cost(spec), cuda::dropout_forward(ctx, out, inp, spec));
   const int64_t n = spec.block.numel();
   if (spec.p == 0.0f) {
     if (out != inp) std::copy(inp, inp + n, out);
@@ -51,8 +72,8 @@ void dropout_forward(const Context& ctx, float* out, const float* inp, const Dro
 }
 
 void dropout_backward(const Context& ctx, float* dinp, const float* dout, const DropoutSpec& spec) {
-  OPTIMUS_DISPATCH(ctx, cuda::dropout_backward(ctx, dinp, dout, spec));
-  if (dinp == nullptr) return;
+  if (dinp == nullptr) return;  // nothing asked, nothing done or recorded (on every device)
+  OPTIMUS_DISPATCH(ctx, dropout_backward_cost(spec), cuda::dropout_backward(ctx, dinp, dout, spec));
   const int64_t n = spec.block.numel();
   const float keep_scale = spec.p == 0.0f ? 1.0f : 1.0f / (1.0f - spec.p);
 #pragma omp parallel for schedule(static)

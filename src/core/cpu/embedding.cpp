@@ -10,9 +10,40 @@
 
 namespace optimus::core {
 
+namespace {
+
+// Costs (op_ledger.h's conventions), from sizes only: every token counts as if its row were in
+// the block. The lookup moves rows (no FLOP): N ids and N rows of C read, (N, C) written. The
+// scatter-add adds each row of dout into a row of dwte: N·C adds, dout's and those rows read.
+OpCost embedding_forward_cost(int64_t N, int64_t C) {
+  return {.kind = OpKind::embedding, .flops = 0, .bytes_read = ints(N) + floats(N * C), .bytes_written = floats(N * C)};
+}
+OpCost embedding_backward_cost(int64_t N, int64_t C) {
+  return {.kind = OpKind::embedding,
+          .flops = N * C,
+          .bytes_read = ints(N) + floats(2 * N * C),
+          .bytes_written = floats(N * C)};
+}
+// One add per element of out (B, T, C), which is read and written, and wpe (T, C) read.
+OpCost position_add_forward_cost(int64_t B, int64_t T, int64_t C) {
+  return {.kind = OpKind::embedding,
+          .flops = B * T * C,
+          .bytes_read = floats(B * T * C + T * C),
+          .bytes_written = floats(B * T * C)};
+}
+// One add per element of dout (B, T, C), summed into dwpe (T, C), which is read and written.
+OpCost position_add_backward_cost(int64_t B, int64_t T, int64_t C) {
+  return {.kind = OpKind::embedding,
+          .flops = B * T * C,
+          .bytes_read = floats(B * T * C + T * C),
+          .bytes_written = floats(T * C)};
+}
+
+}  // namespace
+
 void embedding_forward(const Context& ctx, float* out, const int* tokens, const float* wte, int N, int C, int v0,
                        int Vl) {
-  OPTIMUS_DISPATCH(ctx, cuda::embedding_forward(ctx, out, tokens, wte, N, C, v0, Vl));
+  OPTIMUS_DISPATCH(ctx, embedding_forward_cost(N, C), cuda::embedding_forward(ctx, out, tokens, wte, N, C, v0, Vl));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     float* out_n = out + static_cast<int64_t>(n) * C;  // (C)
@@ -28,8 +59,8 @@ void embedding_forward(const Context& ctx, float* out, const int* tokens, const 
 
 void embedding_backward(const Context& ctx, float* dwte, const float* dout, const int* tokens, int N, int C, int v0,
                         int Vl) {
-  OPTIMUS_DISPATCH(ctx, cuda::embedding_backward(ctx, dwte, dout, tokens, N, C, v0, Vl));
-  if (dwte == nullptr) return;
+  if (dwte == nullptr) return;  // nothing asked, nothing done or recorded (on every device)
+  OPTIMUS_DISPATCH(ctx, embedding_backward_cost(N, C), cuda::embedding_backward(ctx, dwte, dout, tokens, N, C, v0, Vl));
   // A token may occur many times, so threads split the columns, not the tokens: no two threads
   // touch one element, and every element sums its tokens in order n = 0, 1, ..., whatever the
   // thread count, which keeps the result bitwise reproducible.
@@ -50,7 +81,7 @@ void embedding_backward(const Context& ctx, float* dwte, const float* dout, cons
 }
 
 void position_add_forward(const Context& ctx, float* out, const float* wpe, int B, int T, int C) {
-  OPTIMUS_DISPATCH(ctx, cuda::position_add_forward(ctx, out, wpe, B, T, C));
+  OPTIMUS_DISPATCH(ctx, position_add_forward_cost(B, T, C), cuda::position_add_forward(ctx, out, wpe, B, T, C));
 #pragma omp parallel for collapse(2) schedule(static)
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
@@ -62,9 +93,9 @@ void position_add_forward(const Context& ctx, float* out, const float* wpe, int 
 }
 
 void position_add_backward(const Context& ctx, float* dwpe, const float* dout, int B, int T, int C) {
-  OPTIMUS_DISPATCH(ctx, cuda::position_add_backward(ctx, dwpe, dout, B, T, C));
+  if (dwpe == nullptr) return;  // nothing asked, nothing done or recorded (on every device)
+  OPTIMUS_DISPATCH(ctx, position_add_backward_cost(B, T, C), cuda::position_add_backward(ctx, dwpe, dout, B, T, C));
   // Each position t owns its row of dwpe, so threads split positions and sum over b in order.
-  if (dwpe == nullptr) return;
 #pragma omp parallel for schedule(static)
   for (int t = 0; t < T; ++t) {
     float* dwpe_t = dwpe + static_cast<int64_t>(t) * C;  // (C)

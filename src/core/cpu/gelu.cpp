@@ -14,12 +14,23 @@ namespace {
 constexpr float kGeluScale = 0.7978845608028654f;  // √(2/π)
 constexpr float kGeluCube = 0.044715f;
 
+// Per element, counted on the code below (op_ledger.h's conventions). Forward: u = scale·(x +
+// cube·x³) is five, x / (1 + exp(-2u)) four: nine. Backward: u five; s = 1 / (1 + exp(-2u)) four;
+// du = scale·(1 + 3·cube·x²) four; s + 2x·s·(1 - s)·du six; times dout and the add into dinp two:
+// twenty-one. Each reads its inputs (x; x and dout, and dinp it adds into) and writes one array.
+OpCost gelu_forward_cost(int64_t n) {
+  return {.kind = OpKind::elementwise, .flops = 9 * n, .bytes_read = floats(n), .bytes_written = floats(n)};
+}
+OpCost gelu_backward_cost(int64_t n) {
+  return {.kind = OpKind::elementwise, .flops = 21 * n, .bytes_read = floats(3 * n), .bytes_written = floats(n)};
+}
+
 }  // namespace
 
 // 0.5 (1 + tanh(u)) = sigmoid(2u), so GELU is x · sigmoid(2u): one expf instead of tanhf, which
 // is several times slower in glibc, and no cancellation in 1 + tanh(u) for negative x.
 void gelu_forward(const Context& ctx, float* out, const float* inp, int64_t n) {
-  OPTIMUS_DISPATCH(ctx, cuda::gelu_forward(ctx, out, inp, n));
+  OPTIMUS_DISPATCH(ctx, gelu_forward_cost(n), cuda::gelu_forward(ctx, out, inp, n));
 #pragma omp parallel for simd schedule(static)
   for (int64_t k = 0; k < n; ++k) {
     const float x = inp[k];
@@ -29,7 +40,7 @@ void gelu_forward(const Context& ctx, float* out, const float* inp, int64_t n) {
 }
 
 void gelu_backward(const Context& ctx, float* dinp, const float* inp, const float* dout, int64_t n) {
-  OPTIMUS_DISPATCH(ctx, cuda::gelu_backward(ctx, dinp, inp, dout, n));
+  OPTIMUS_DISPATCH(ctx, gelu_backward_cost(n), cuda::gelu_backward(ctx, dinp, inp, dout, n));
 #pragma omp parallel for simd schedule(static)
   for (int64_t k = 0; k < n; ++k) {
     const float x = inp[k];

@@ -2,6 +2,8 @@
 // The op comes in pieces that work on a block of a row's columns; layernorm_forward/backward are
 // those same pieces over the whole row (C_total = C). The 2D stage puts a row all-reduce between
 // the pieces, so the serial and the 2D LayerNorm run the same arithmetic on every column.
+// Each piece records its cost (op_ledger.h); layernorm_forward records through its pieces, while
+// layernorm_backward, which a GPU runs as one fused kernel, records the sum of its pieces itself.
 #include <algorithm>
 #include <cmath>
 
@@ -12,10 +14,55 @@
 
 namespace optimus::core {
 
+// ---- costs (core/op_ledger.h's conventions), for a block (N, C) of rows ------------------------
+
+namespace {
+
+// A sum per row: one add per element.
+OpCost partial_sum_cost(int64_t N, int64_t C) {
+  return {.kind = OpKind::layernorm, .flops = N * C, .bytes_read = floats(N * C), .bytes_written = floats(N)};
+}
+
+// Per row the mean (a divide); per element a subtract, a multiply and an add.
+OpCost partial_sqdev_cost(int64_t N, int64_t C) {
+  return {
+      .kind = OpKind::layernorm, .flops = N * (3 * C + 1), .bytes_read = floats(N * C + N), .bytes_written = floats(N)};
+}
+
+// Per row the mean (a divide) and rstd (divide, add, sqrt, reciprocal); per element
+// (x - mean) · rstd · weight + bias: four.
+OpCost normalize_cost(int64_t N, int64_t C) {
+  return {.kind = OpKind::layernorm,
+          .flops = N * (4 * C + 5),
+          .bytes_read = floats(N * C + 2 * N + 2 * C),
+          .bytes_written = floats(N * C + 2 * N)};
+}
+
+// Per element g = dout · weight, Σ g (an add), xhat = (x - mean) · rstd, Σ g · xhat (multiply-add): six.
+OpCost backward_partial_cost(int64_t N, int64_t C) {
+  return {.kind = OpKind::layernorm,
+          .flops = N * 6 * C,
+          .bytes_read = floats(2 * N * C + C + 2 * N),
+          .bytes_written = floats(2 * N)};
+}
+
+// dinp: per row the two means (divides); per element xhat (two), dout · weight, the two subtracts,
+// the multiply by mean_gx, by rstd, and the add into dinp: eight. dweight: xhat, the multiply by
+// dout and the add: four per element. dbias: one add per element. A null gradient costs nothing.
+OpCost backward_apply_cost(bool dinp, bool dweight, bool dbias, int64_t N, int64_t C) {
+  const int64_t NC = N * C;
+  return {.kind = OpKind::layernorm,
+          .flops = (dinp ? N * (8 * C + 2) : 0) + (dweight ? 4 * NC : 0) + (dbias ? NC : 0),
+          .bytes_read = floats(2 * NC + C + 4 * N + (dinp ? NC : 0) + (dweight ? C : 0) + (dbias ? C : 0)),
+          .bytes_written = floats((dinp ? NC : 0) + (dweight ? C : 0) + (dbias ? C : 0))};
+}
+
+}  // namespace
+
 // ---- forward pieces --------------------------------------------------------------------------
 
 void layernorm_partial_sum(const Context& ctx, float* sum, const float* inp, int N, int C) {
-  OPTIMUS_DISPATCH(ctx, cuda::layernorm_partial_sum(ctx, sum, inp, N, C));
+  OPTIMUS_DISPATCH(ctx, partial_sum_cost(N, C), cuda::layernorm_partial_sum(ctx, sum, inp, N, C));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const float* x = inp + static_cast<int64_t>(n) * C;  // (C)
@@ -27,7 +74,7 @@ void layernorm_partial_sum(const Context& ctx, float* sum, const float* inp, int
 
 void layernorm_partial_sqdev(const Context& ctx, float* sqdev, const float* inp, const float* sum, int N, int C,
                              int C_total) {
-  OPTIMUS_DISPATCH(ctx, cuda::layernorm_partial_sqdev(ctx, sqdev, inp, sum, N, C, C_total));
+  OPTIMUS_DISPATCH(ctx, partial_sqdev_cost(N, C), cuda::layernorm_partial_sqdev(ctx, sqdev, inp, sum, N, C, C_total));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const float* x = inp + static_cast<int64_t>(n) * C;  // (C)
@@ -44,7 +91,7 @@ void layernorm_partial_sqdev(const Context& ctx, float* sqdev, const float* inp,
 void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rstd, const float* inp, const float* sum,
                          const float* sqdev, const float* weight, const float* bias, int N, int C, int C_total,
                          float eps) {
-  OPTIMUS_DISPATCH(ctx,
+  OPTIMUS_DISPATCH(ctx, normalize_cost(N, C),
                    cuda::layernorm_normalize(ctx, out, mean, rstd, inp, sum, sqdev, weight, bias, N, C, C_total, eps));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
@@ -63,7 +110,8 @@ void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rst
 
 void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx, const float* dout, const float* inp,
                                 const float* weight, const float* mean, const float* rstd, int N, int C) {
-  OPTIMUS_DISPATCH(ctx, cuda::layernorm_backward_partial(ctx, sum_g, sum_gx, dout, inp, weight, mean, rstd, N, C));
+  OPTIMUS_DISPATCH(ctx, backward_partial_cost(N, C),
+                   cuda::layernorm_backward_partial(ctx, sum_g, sum_gx, dout, inp, weight, mean, rstd, N, C));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const float* x = inp + static_cast<int64_t>(n) * C;    // (C)
@@ -82,8 +130,9 @@ void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx,
 void layernorm_backward_apply(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
                               const float* inp, const float* weight, const float* mean, const float* rstd,
                               const float* sum_g, const float* sum_gx, int N, int C, int C_total) {
-  OPTIMUS_DISPATCH(ctx, cuda::layernorm_backward_apply(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, sum_g,
-                                                       sum_gx, N, C, C_total));
+  OPTIMUS_DISPATCH(ctx, backward_apply_cost(dinp != nullptr, dweight != nullptr, dbias != nullptr, N, C),
+                   cuda::layernorm_backward_apply(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, sum_g,
+                                                  sum_gx, N, C, C_total));
   if (dinp != nullptr) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; ++n) {
@@ -137,12 +186,17 @@ void layernorm_forward(const Context& ctx, float* out, float* mean, float* rstd,
 void layernorm_backward(const Context& ctx, const LayerGrads& add_to, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int N, int C) {
   float *dinp = add_to.dinp, *dweight = add_to.dweight, *dbias = add_to.dbias;
-  OPTIMUS_DISPATCH(ctx, cuda::layernorm_backward(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C));
-  Buffer sums(*ctx.ledger, MemoryCategory::workspace, {2, N});  // (2, N): Σg and Σg·xhat per row
+  record_op(ctx, backward_partial_cost(N, C) +
+                     backward_apply_cost(dinp != nullptr, dweight != nullptr, dbias != nullptr, N, C));
+  OPTIMUS_DISPATCH_CUDA(ctx, cuda::layernorm_backward(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C));
+  // The pieces on the CPU, unrecorded (the cost is recorded above). On meta the scratch is recorded
+  // as on the CPU and the pieces return at once.
+  const Context pieces = unrecorded(ctx);
+  Buffer sums(*ctx.ledger, MemoryCategory::workspace, {2, N}, ctx.device);  // (2, N): Σg and Σg·xhat per row
   float* sum_g = sums.data();
   float* sum_gx = sums.data() + N;
-  layernorm_backward_partial(ctx, sum_g, sum_gx, dout, inp, weight, mean, rstd, N, C);
-  layernorm_backward_apply(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, sum_g, sum_gx, N, C, C);
+  layernorm_backward_partial(pieces, sum_g, sum_gx, dout, inp, weight, mean, rstd, N, C);
+  layernorm_backward_apply(pieces, dinp, dweight, dbias, dout, inp, weight, mean, rstd, sum_g, sum_gx, N, C, C);
 }
 
 }  // namespace optimus::core

@@ -1,7 +1,8 @@
 // Matrix products on the CPU: matmul with transposes, the GPT-2 Conv1D linear layer and
 // the bias add, all on OpenBLAS's sgemm — never a hand-written GEMM on the readable path.
 // Every backward is itself a matmul with beta = 1, which is how the "backward ops accumulate" rule
-// of ops.h costs nothing here.
+// of ops.h costs nothing here. Only matmul_strided and the bias ops record a cost (op_ledger.h):
+// matmul, matmul_backward and linear_* are made of them and record through them.
 #include <cblas.h>
 
 #include <algorithm>
@@ -18,11 +19,34 @@ CBLAS_TRANSPOSE to_cblas(Trans t) {
   return t == Trans::yes ? CblasTrans : CblasNoTrans;
 }
 
+// ---- costs (core/op_ledger.h's conventions) ----------------------------------------------------
+
+// 2·M·N·K: M·N dot products of length K, a multiply and an add per term. c is read too when
+// beta != 0 (the product adds into it).
+OpCost matmul_cost(int64_t M, int64_t N, int64_t K, bool reads_c) {
+  return {.kind = OpKind::matmul,
+          .flops = 2 * M * N * K,
+          .bytes_read = floats(M * K + K * N + (reads_c ? M * N : 0)),
+          .bytes_written = floats(M * N)};
+}
+
+// One add per element of out (N, OC), which it reads and writes, and bias (OC) read.
+OpCost bias_add_forward_cost(int64_t N, int64_t OC) {
+  return {
+      .kind = OpKind::elementwise, .flops = N * OC, .bytes_read = floats(N * OC + OC), .bytes_written = floats(N * OC)};
+}
+
+// One add per element of dout (N, OC), summed into dbias (OC), which is read and written.
+OpCost bias_add_backward_cost(int64_t N, int64_t OC) {
+  return {.kind = OpKind::reduction, .flops = N * OC, .bytes_read = floats(N * OC + OC), .bytes_written = floats(OC)};
+}
+
 }  // namespace
 
 void matmul_strided(const Context& ctx, float* c, int ldc, const float* a, int lda, const float* b, int ldb, int M,
                     int N, int K, Trans ta, Trans tb, float alpha, float beta) {
-  OPTIMUS_DISPATCH(ctx, cuda::matmul_strided(ctx, c, ldc, a, lda, b, ldb, M, N, K, ta, tb, alpha, beta));
+  OPTIMUS_DISPATCH(ctx, matmul_cost(M, N, K, beta != 0.0f),
+                   cuda::matmul_strided(ctx, c, ldc, a, lda, b, ldb, M, N, K, ta, tb, alpha, beta));
   cblas_sgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -72,7 +96,7 @@ void linear_backward(const Context& ctx, const LayerGrads& add_to, const float* 
 }
 
 void bias_add_forward(const Context& ctx, float* out, const float* bias, int N, int OC) {
-  OPTIMUS_DISPATCH(ctx, cuda::bias_add_forward(ctx, out, bias, N, OC));
+  OPTIMUS_DISPATCH(ctx, bias_add_forward_cost(N, OC), cuda::bias_add_forward(ctx, out, bias, N, OC));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     float* row = out + static_cast<int64_t>(n) * OC;  // (OC)
@@ -81,7 +105,7 @@ void bias_add_forward(const Context& ctx, float* out, const float* bias, int N, 
 }
 
 void bias_add_backward(const Context& ctx, float* dbias, const float* dout, int N, int OC) {
-  OPTIMUS_DISPATCH(ctx, cuda::bias_add_backward(ctx, dbias, dout, N, OC));
+  OPTIMUS_DISPATCH(ctx, bias_add_backward_cost(N, OC), cuda::bias_add_backward(ctx, dbias, dout, N, OC));
   // Threads own strips of kStrip columns and walk down the rows, so every read is a whole cache
   // line and every column is summed in row order whatever the thread count (deterministic).
   constexpr int kStrip = 16;

@@ -1,0 +1,82 @@
+// The op ledger's totals and report.
+#include "core/op_ledger.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace optimus::core {
+
+const char* op_kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::matmul:
+      return "matmul";
+    case OpKind::attention:
+      return "attention";
+    case OpKind::layernorm:
+      return "layernorm";
+    case OpKind::crossentropy:
+      return "crossentropy";
+    case OpKind::elementwise:
+      return "elementwise";
+    case OpKind::reduction:
+      return "reduction";
+    case OpKind::embedding:
+      return "embedding";
+    case OpKind::optimizer:
+      return "optimizer";
+  }
+  return "?";
+}
+
+OpCost operator+(const OpCost& a, const OpCost& b) {
+  return {.kind = a.kind,
+          .flops = a.flops + b.flops,
+          .bytes_read = a.bytes_read + b.bytes_read,
+          .bytes_written = a.bytes_written + b.bytes_written};
+}
+
+void OpLedger::record(const OpCost& cost) {
+  Totals& t = by_kind_[static_cast<size_t>(cost.kind)];
+  t.calls += 1;
+  t.flops += cost.flops;
+  t.bytes_read += cost.bytes_read;
+  t.bytes_written += cost.bytes_written;
+}
+
+OpLedger::Totals OpLedger::total() const {
+  Totals sum;
+  for (const Totals& t : by_kind_) {
+    sum.calls += t.calls;
+    sum.flops += t.flops;
+    sum.bytes_read += t.bytes_read;
+    sum.bytes_written += t.bytes_written;
+  }
+  return sum;
+}
+
+bool OpLedger::operator==(const OpLedger& other) const {
+  for (size_t k = 0; k < by_kind_.size(); ++k) {
+    const Totals &a = by_kind_[k], &b = other.by_kind_[k];
+    if (a.calls != b.calls || a.flops != b.flops || a.bytes_read != b.bytes_read ||
+        a.bytes_written != b.bytes_written) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string OpLedger::report() const {
+  std::ostringstream out;
+  auto line = [&](const char* name, const Totals& t) {
+    char text[160];
+    std::snprintf(text, sizeof text, "%-13s calls %8lld  GFLOP %12.3f  read %12.2f MiB  written %12.2f MiB\n", name,
+                  static_cast<long long>(t.calls), static_cast<double>(t.flops) / 1e9,
+                  static_cast<double>(t.bytes_read) / (1 << 20), static_cast<double>(t.bytes_written) / (1 << 20));
+    out << text;
+  };
+  for (int i = 0; i < kOpKindCount; ++i) line(op_kind_name(static_cast<OpKind>(i)), of(static_cast<OpKind>(i)));
+  line("total", total());
+  return out.str();
+}
+
+}  // namespace optimus::core
