@@ -129,8 +129,8 @@ void attention_forward(const Context& ctx, float* out, float* att, const float* 
   // One (T, T) slot per thread for the dropped probabilities; none without dropout.
   const int threads = omp_get_max_threads();
   Buffer dropped(*ctx.ledger, MemoryCategory::workspace, {drop.p > 0.0f ? threads : 0, TT},
-                 ctx.device);  // (threads, T*T)
-  if (ctx.device == Device::meta) return;
+                 ctx.device);              // (threads, T*T)
+  if (ctx.device == Device::meta) return;  // meta: the CPU's scratch recorded, nothing computed
   const Context pieces = unrecorded(ctx);
   SingleThreadedBlas one_blas_thread;
 
@@ -168,8 +168,8 @@ void attention_backward(const Context& ctx, float* dqkv, float* datt, const floa
   // Two (T, T) slots per thread: the dropped probabilities and their gradient.
   const int threads = omp_get_max_threads();
   Buffer scratch(*ctx.ledger, MemoryCategory::workspace, {drop.p > 0.0f ? threads : 0, 2, TT},
-                 ctx.device);  // (threads, 2, T*T)
-  if (ctx.device == Device::meta) return;
+                 ctx.device);              // (threads, 2, T*T)
+  if (ctx.device == Device::meta) return;  // meta: the CPU's scratch recorded, nothing computed
   const Context pieces = unrecorded(ctx);
   SingleThreadedBlas one_blas_thread;
 
