@@ -27,7 +27,13 @@ const char* comm_op_name(CommOp op) {
   return "unknown";
 }
 
-void CommLedger::record(const std::string& comm, CommOp op, int64_t bytes) {
+void CommLedger::record(const std::string& comm, CommOp op, int64_t bytes, int group_size) {
+  auto [known, inserted] = group_sizes_.emplace(comm, group_size);
+  if (!inserted && known->second != group_size) {
+    throw std::logic_error("comm ledger: '" + comm + "' was recorded as a group of " + std::to_string(known->second) +
+                           " ranks and now of " + std::to_string(group_size) +
+                           "; give communicators of different sizes different names");
+  }
   CommCount& c = table_[comm][static_cast<int>(op)];
   c.calls += 1;
   c.bytes += bytes;
@@ -60,6 +66,11 @@ int64_t CommLedger::bytes() const {
   int64_t total = 0;
   for (const auto& [name, row] : table_) total += bytes(name);
   return total;
+}
+
+int CommLedger::group_size(const std::string& comm) const {
+  auto it = group_sizes_.find(comm);
+  return it == group_sizes_.end() ? 0 : it->second;
 }
 
 std::vector<std::string> CommLedger::communicators() const {

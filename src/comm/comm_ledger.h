@@ -36,7 +36,9 @@ struct CommCount {
 /// It is a count of what each call is about, not of what crosses the wire (which depends on the
 /// algorithm MPI or NCCL picks); chapter 4 converts it with the usual ring factors.
 /// Communicators with the same name on different ranks (every rank's "row") are one entry here,
-/// because the ledger is per rank. Not thread-safe: collectives come from one thread (FUNNELED).
+/// because the ledger is per rank. Each name also keeps the size of its group (the ranks of "row"),
+/// which a call's bytes need to be turned into traffic: one name, one group size in a ledger.
+/// Not thread-safe: collectives come from one thread (FUNNELED).
 ///
 ///   CommLedger before = ledger.snapshot();
 ///   train_step(...);
@@ -44,7 +46,9 @@ struct CommCount {
 ///   print0("%s", step.report().c_str());
 class CommLedger {
  public:
-  void record(const std::string& comm, CommOp op, int64_t bytes);
+  /// One call of `op` on the communicator `comm`, a group of `group_size` ranks. Throws
+  /// std::logic_error if `comm` was recorded before with another group size.
+  void record(const std::string& comm, CommOp op, int64_t bytes, int group_size);
 
   /// One operation on one communicator.
   int64_t calls(const std::string& comm, CommOp op) const { return count(comm, op).calls; }
@@ -56,10 +60,16 @@ class CommLedger {
   int64_t calls() const;
   int64_t bytes() const;
 
+  /// The number of ranks of the group recorded under `comm` (0 if nothing was).
+  int group_size(const std::string& comm) const;
+
   /// The communicator names recorded so far, in alphabetical order.
   std::vector<std::string> communicators() const;
 
-  void reset() { table_.clear(); }
+  void reset() {
+    table_.clear();
+    group_sizes_.clear();
+  }
 
   /// A copy of the counts as they are now (a ledger is a plain value).
   CommLedger snapshot() const { return *this; }
@@ -79,6 +89,7 @@ class CommLedger {
   CommCount count(const std::string& comm, CommOp op) const;
 
   std::map<std::string, std::array<CommCount, kCommOpCount>> table_;
+  std::map<std::string, int> group_sizes_;
 };
 
 }  // namespace optimus::comm

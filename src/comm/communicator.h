@@ -111,7 +111,7 @@ class Communicator {
  private:
   void check_count(const char* op, int64_t n) const;
   void check_root(const char* op, int root) const;
-  void record(CommOp op, int64_t bytes) { ledger_->record(name_, op, bytes); }
+  void record(CommOp op, int64_t bytes) { ledger_->record(name_, op, bytes, size_); }
 
   int rank_;
   int size_;

@@ -73,8 +73,8 @@ std::unique_ptr<Communicator> make_device_communicator(MPI_Comm comm, const core
   if (ctx.device == core::Device::cpu) return std::make_unique<MpiCommunicator>(comm, std::move(name), ledger);
   if (ctx.device == core::Device::meta) {
     throw core::ConfigError(
-        "a meta context has no device communicator yet (a meta run cannot move its numbers, which it does not "
-        "have, through MPI or NCCL); run a meta model on one process, serially");
+        "a meta context has no MPI or NCCL communicator (a meta run has no numbers to move); give a meta model a "
+        "comm::MetaCommunicator, which plays one rank of a world of any size in one process");
   }
 
   // Every rank must decide alike: combine the worst case of the group first.

@@ -1,6 +1,9 @@
 // One double through a communicator, on the host or through a one-element device buffer. A meta
-// context holds no device memory to stage it in: its double (NaN) goes from the host, as on the CPU.
+// context holds no device memory to stage it in: its double goes from the host, as on the CPU, and
+// what comes back is NaN, since a meta communicator brings no value from the other ranks.
 #include "comm/scalar.h"
+
+#include <limits>
 
 #include "core/memory_ledger.h"
 #include "core/tensor.h"
@@ -8,7 +11,11 @@
 namespace optimus::comm {
 
 double all_reduce_scalar(Communicator& comm, const core::Context& ctx, double x, ReduceOp op) {
-  if (ctx.device != core::Device::cuda) {
+  if (ctx.device == core::Device::meta) {
+    comm.all_reduce(&x, 1, op);  // recorded as on the CPU; the sum of the other ranks' values is unknown
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  if (ctx.device == core::Device::cpu) {
     comm.all_reduce(&x, 1, op);
     return x;
   }

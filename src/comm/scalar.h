@@ -11,10 +11,11 @@
 namespace optimus::comm {
 
 /// x reduced over the group of `comm`, returned on every rank. `ctx` is the context the
-/// communicator was made for: on a CPU (or meta) context the host double goes to the communicator as it is
+/// communicator was made for: on a CPU context the host double goes to the communicator as it is
 /// (nothing is copied or allocated); on a CUDA context it travels through a one-element device
-/// buffer (copy to the device, the collective, copy back). Collective; records one all_reduce of
-/// 8 bytes in the communicator's ledger either way.
+/// buffer (copy to the device, the collective, copy back); on a meta context it goes as on the CPU
+/// and the result is NaN (a meta run has no values). Collective; records one all_reduce of 8 bytes
+/// in the communicator's ledger in every case.
 double all_reduce_scalar(Communicator& comm, const core::Context& ctx, double x, ReduceOp op = ReduceOp::sum);
 
 }  // namespace optimus::comm

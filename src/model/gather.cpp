@@ -3,11 +3,18 @@
 
 #include <stdexcept>
 
+#include "core/errors.h"
+
 namespace optimus::model {
 
 std::vector<float> gather_canonical(const core::Context& ctx, const ParamTensor& t, const float* data,
                                     comm::Communicator& host_comm, const SpecOfRank& spec_of) {
   if (ctx.device == core::Device::cpu) return gather_canonical(t, data, host_comm, spec_of);
+  if (ctx.device == core::Device::meta) {
+    throw core::ConfigError("gather_canonical: " + t.info.name +
+                            " is on a meta context, which holds no values to gather (a meta run cannot write a "
+                            "checkpoint or be compared tensor by tensor); use a CPU or CUDA context");
+  }
   std::vector<float> local(static_cast<size_t>(t.spec.local_numel()));
   core::copy_to_host(ctx, local.data(), data, t.spec.local_numel());
   return gather_canonical(t, local.data(), host_comm, spec_of);

@@ -21,7 +21,8 @@ using SpecOfRank = std::function<ShardSpec(const ParamInfo& info, int rank)>;
 /// shaped like t's shard: its value, gradient or an optimizer moment) is all-gathered and placed
 /// by its rank's spec; of replicated copies, the owner's is placed. Every rank's shard of a tensor
 /// has the same size in the layouts of this project. `data` is in the memory of `ctx` (copied to
-/// the host first when that is a GPU); `host_comm` takes host buffers (an MpiCommunicator).
+/// the host first when that is a GPU); `host_comm` takes host buffers (an MpiCommunicator). A meta
+/// `ctx` has no values to gather: a core::ConfigError says so.
 std::vector<float> gather_canonical(const core::Context& ctx, const ParamTensor& t, const float* data,
                                     comm::Communicator& host_comm, const SpecOfRank& spec_of);
 /// The same for `data` in host memory.

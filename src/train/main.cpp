@@ -1,4 +1,4 @@
-// The `optimus` command: train, eval, init, sample and bench (chapter 1).
+// The `optimus` command: train, eval, init, sample, bench and plan (chapter 1; plan: chapter 4).
 // Every subcommand has --help. Bad input is one sentence on rank 0 and a non-zero exit
 // (comm::run_main turns a ConfigError into World::fail).
 #include <CLI/CLI.hpp>
@@ -10,6 +10,7 @@
 
 #include "comm/world.h"
 #include "core/errors.h"
+#include "plan/plan.h"
 #include "serial/gpt.h"
 #include "train/bench.h"
 #include "train/checkpointing.h"
@@ -185,6 +186,24 @@ int main(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber);
     train::add_device_flags(bench_cmd, b_opt.device);
 
+    // plan
+    plan::PlanOptions p_opt;
+    std::string p_model;
+    auto* plan_cmd = app.add_subcommand(
+        "plan",
+        "what one training step costs each rank of a layout, on the meta device in one process: memory by "
+        "category, FLOPs by kind of op, each communicator's collectives (no time model yet: ledgers, not seconds)");
+    plan_cmd->add_option("--layout", p_opt.layout, "serial, 1d or 2d")->capture_default_str();
+    plan_cmd->add_option("--ranks", p_opt.ranks, "ranks P of the layout (a square for 2d)")->capture_default_str();
+    auto* p_named = plan_cmd->add_option("--model", p_model,
+                                         "a named model (tiny, small, tiny9, gpt2) instead of "
+                                         "the shape flags");
+    add_model_flags(plan_cmd, p_opt.config);
+    plan_cmd->add_option("--vocab", p_opt.config.vocab_size, "vocabulary size V")->capture_default_str();
+    for (const char* shape : {"--layers", "--embd", "--heads", "--seq", "--vocab"}) p_named->excludes(shape);
+    plan_cmd->add_option("--batch", p_opt.batch, "sequences per step B")->capture_default_str();
+    plan_cmd->add_flag("--json", p_opt.json, "one JSON object instead of tables");
+
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -195,7 +214,7 @@ int main(int argc, char** argv) {
       const std::string unknown = unknown_subcommand(app, argc, argv);
       if (!unknown.empty()) {
         throw core::ConfigError("'" + unknown.substr(0, 40) +
-                                "' is not a subcommand of optimus; choose train, eval, init, sample or bench");
+                                "' is not a subcommand of optimus; choose train, eval, init, sample, bench or plan");
       }
       const std::string what = e.what();
       throw core::ConfigError((what.size() > 200 ? what.substr(0, 200) + "..." : what) + "; see --help");
@@ -232,6 +251,16 @@ int main(int argc, char** argv) {
       const std::string line =
           b_opt.budget_mib > 0 ? train::max_batch_under_budget(b_opt, world) : train::bench(b_opt, world);
       world.print0("%s\n", line.c_str());
+      return 0;
+    }
+    if (*plan_cmd) {
+      if (!p_model.empty()) {
+        const float dropout = p_opt.config.dropout;
+        p_opt.config = model::GPTConfig::named(p_model);
+        p_opt.config.dropout = dropout;
+      }
+      const std::string report = plan::plan_report(p_opt);
+      world.print0("%s", report.c_str());
       return 0;
     }
     if (*sample_cmd) {

@@ -14,11 +14,11 @@ using optimus::comm::ReduceOp;
 
 TEST_CASE("CommLedger adds up calls and bytes per communicator and operation", "[ledger]") {
   CommLedger ledger;
-  ledger.record("row", CommOp::all_reduce, 100);
-  ledger.record("row", CommOp::all_reduce, 20);
-  ledger.record("row", CommOp::broadcast, 8);
-  ledger.record("col", CommOp::reduce, 4);
-  ledger.record("col", CommOp::barrier, 0);
+  ledger.record("row", CommOp::all_reduce, 100, 3);
+  ledger.record("row", CommOp::all_reduce, 20, 3);
+  ledger.record("row", CommOp::broadcast, 8, 3);
+  ledger.record("col", CommOp::reduce, 4, 2);
+  ledger.record("col", CommOp::barrier, 0, 2);
 
   MPI_REQUIRE(ledger.calls("row", CommOp::all_reduce) == 2);
   MPI_REQUIRE(ledger.bytes("row", CommOp::all_reduce) == 120);
@@ -28,6 +28,8 @@ TEST_CASE("CommLedger adds up calls and bytes per communicator and operation", "
   MPI_REQUIRE((ledger.calls("col") == 2 && ledger.bytes("col") == 4));
   MPI_REQUIRE((ledger.calls() == 5 && ledger.bytes() == 132));
   MPI_REQUIRE(ledger.communicators() == std::vector<std::string>{"col", "row"});
+  MPI_REQUIRE((ledger.group_size("row") == 3 && ledger.group_size("col") == 2 && ledger.group_size("nobody") == 0));
+  MPI_REQUIRE_THROWS_AS(ledger.record("row", CommOp::barrier, 0, 4), std::logic_error);  // one name, one group
 
   const std::string report = ledger.report();
   MPI_REQUIRE(report.find("all_reduce") != std::string::npos);
@@ -35,17 +37,19 @@ TEST_CASE("CommLedger adds up calls and bytes per communicator and operation", "
   MPI_REQUIRE(report.find("total") != std::string::npos);
 
   const CommLedger before = ledger.snapshot();
-  ledger.record("row", CommOp::all_reduce, 40);
-  ledger.record("world", CommOp::all_gather, 64);
+  ledger.record("row", CommOp::all_reduce, 40, 3);
+  ledger.record("world", CommOp::all_gather, 64, 5);
   const CommLedger step = ledger.since(before);
   MPI_REQUIRE((step.calls("row", CommOp::all_reduce) == 1 && step.bytes("row", CommOp::all_reduce) == 40));
   MPI_REQUIRE((step.calls("world", CommOp::all_gather) == 1 && step.bytes("world") == 64));
   MPI_REQUIRE((step.calls() == 2 && step.bytes() == 104));
+  MPI_REQUIRE((step.group_size("world") == 5 && step.group_size("row") == 3));
   MPI_REQUIRE((before.calls() == 5 && ledger.calls() == 7));      // a snapshot is a copy
   MPI_REQUIRE_THROWS_AS(before.since(ledger), std::logic_error);  // not an earlier snapshot
 
   ledger.reset();
   MPI_REQUIRE((ledger.calls() == 0 && ledger.bytes() == 0 && ledger.communicators().empty()));
+  MPI_REQUIRE(ledger.group_size("row") == 0);
 }
 
 TEST_CASE("every collective records one call and the bytes of its full result buffer", "[ledger]") {
@@ -79,6 +83,7 @@ TEST_CASE("every collective records one call and the bytes of its full result bu
     MPI_REQUIRE((ledger.calls("t", CommOp::split) == 1 && ledger.bytes("t", CommOp::split) == 0));
     MPI_REQUIRE((ledger.calls("half", CommOp::all_reduce) == 1 && ledger.bytes("half", CommOp::all_reduce) == 16));
     MPI_REQUIRE(&child->ledger() == &ledger);
+    MPI_REQUIRE((ledger.group_size("t") == p && ledger.group_size("half") == child->size()));
   }
 }
 

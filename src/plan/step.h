@@ -1,0 +1,54 @@
+// One training step of any layout on any context, as the trainer runs it: zero the gradients,
+// forward, backward, clip the gradients, one AdamW update. The planner (chapter 4) runs it on the
+// meta device, one simulated rank at a time, to read what a step costs each rank; the exactness
+// test runs it on the CPU under MPI and on meta, and finds the same ledgers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "comm/communicator.h"
+#include "comm/meta_communicator.h"
+#include "core/context.h"
+#include "model/config.h"
+
+namespace optimus::plan {
+
+/// What a step needs besides the model: the batch (B sequences of T tokens), the clipping bound
+/// (0 or less: no clipping), the learning rate and the initialisation seed.
+struct StepOptions {
+  int B = 1;
+  int T = 1;
+  float grad_clip = 0.0f;
+  float lr = 1e-3f;
+  uint32_t seed = 7;
+};
+
+/// The step's two values (NaN on meta), and the memory ledger as it stood after the update, before
+/// the model was released: its current bytes are what a rank holds from one step to the next.
+struct StepResult {
+  float loss = 0.0f;
+  float norm = 0.0f;
+  core::MemoryLedger after_step;
+};
+
+/// Builds the model of `layout` ("serial", "1d" or "2d") with its memory and ops on `ctx` and its
+/// collectives on `world` (the 2D grid splits it into "row" and "col"), then runs one training
+/// step on `inputs` and `targets` (B·T token ids each, host memory, the same on every rank). The
+/// model, its activations and the optimizer's moments are released on return; the ledgers keep
+/// their peaks. A layout the world or the shapes do not fit is a core::ConfigError.
+///
+/// Whether clipping scales the gradients depends on the norm's value, which a meta run has not
+/// (its NaN norm clips nothing): a CPU and a meta run record the same ops when the CPU run does
+/// not clip either (grad_clip 0, or a bound above its norm).
+StepResult run_training_step(const std::string& layout, const model::GPTConfig& config, const core::Context& ctx,
+                             comm::Communicator& world, const StepOptions& options, const int* inputs,
+                             const int* targets);
+
+/// Rank `rank` of a meta world of `ranks` for `layout`, recording into `ledger`; for 2d it declares
+/// the grid's splits ("row" and "col", q ranks each, for ranks = q·q).
+std::unique_ptr<comm::MetaCommunicator> meta_world(const std::string& layout, int ranks, int rank,
+                                                   comm::CommLedger& ledger);
+
+}  // namespace optimus::plan
