@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
 
     for (int a = 2; a < argc; ++a) {
       const int64_t bytes = std::atoll(argv[a]);
-      const int64_t n = bytes / 4;          // floats in a whole buffer
+      const int64_t n = bytes / 4;                        // floats in a whole buffer
       const int64_t block = std::max<int64_t>(n / p, 1);  // floats per rank (all_gather, reduce_scatter)
       std::vector<float> buf(n, 1.0f), whole(block * p, 1.0f), part(block, 1.0f);
 
