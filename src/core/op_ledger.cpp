@@ -32,7 +32,8 @@ OpCost operator+(const OpCost& a, const OpCost& b) {
   return {.kind = a.kind,
           .flops = a.flops + b.flops,
           .bytes_read = a.bytes_read + b.bytes_read,
-          .bytes_written = a.bytes_written + b.bytes_written};
+          .bytes_written = a.bytes_written + b.bytes_written,
+          .min_dim = a.min_dim};
 }
 
 void OpLedger::record(const OpCost& cost) {
@@ -41,6 +42,20 @@ void OpLedger::record(const OpCost& cost) {
   t.flops += cost.flops;
   t.bytes_read += cost.bytes_read;
   t.bytes_written += cost.bytes_written;
+  if (cost.min_dim > 0) t.flops_by_min_dim[cost.min_dim] += cost.flops;
+}
+
+OpLedger OpLedger::since(const OpLedger& earlier) const {
+  OpLedger d = *this;
+  for (size_t k = 0; k < by_kind_.size(); ++k) {
+    Totals& t = d.by_kind_[k];
+    const Totals& e = earlier.by_kind_[k];
+    t.calls -= e.calls, t.flops -= e.flops, t.bytes_read -= e.bytes_read, t.bytes_written -= e.bytes_written;
+    for (const auto& [dim, flops] : e.flops_by_min_dim) {
+      if ((t.flops_by_min_dim[dim] -= flops) == 0) t.flops_by_min_dim.erase(dim);
+    }
+  }
+  return d;
 }
 
 OpLedger::Totals OpLedger::total() const {
@@ -58,7 +73,7 @@ bool OpLedger::operator==(const OpLedger& other) const {
   for (size_t k = 0; k < by_kind_.size(); ++k) {
     const Totals &a = by_kind_[k], &b = other.by_kind_[k];
     if (a.calls != b.calls || a.flops != b.flops || a.bytes_read != b.bytes_read ||
-        a.bytes_written != b.bytes_written) {
+        a.bytes_written != b.bytes_written || a.flops_by_min_dim != b.flops_by_min_dim) {
       return false;
     }
   }

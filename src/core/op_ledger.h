@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace optimus::core {
@@ -47,15 +48,17 @@ constexpr int64_t ints(int64_t n) {
   return 4 * n;
 }
 
-/// What one call of an op costs.
+/// What one call of an op costs. A product (a matmul, attention's per-head products) also says
+/// its smallest dimension, which decides how fast a machine runs it (chapter 4's shape classes).
 struct OpCost {
   OpKind kind = OpKind::elementwise;
   int64_t flops = 0;
   int64_t bytes_read = 0;
   int64_t bytes_written = 0;
+  int64_t min_dim = 0;  // min(M, N, K) of a product (M, K)·(K, N); 0 for an op that is no product
 };
 
-/// The cost of two pieces run one after the other (of the first's kind).
+/// The cost of two pieces run one after the other (of the first's kind and smallest dimension).
 OpCost operator+(const OpCost& a, const OpCost& b);
 
 /// Totals per kind of op. Not thread-safe: ops record from the thread that calls them.
@@ -66,6 +69,7 @@ class OpLedger {
     int64_t flops = 0;
     int64_t bytes_read = 0;
     int64_t bytes_written = 0;
+    std::map<int64_t, int64_t> flops_by_min_dim;  // products only: FLOPs per smallest dimension
   };
 
   void record(const OpCost& cost);
@@ -75,6 +79,8 @@ class OpLedger {
   Totals total() const;
   /// Forgets everything recorded.
   void clear() { by_kind_ = {}; }
+  /// What was recorded after `earlier` (a copy of this ledger made before): this minus earlier.
+  OpLedger since(const OpLedger& earlier) const;
 
   /// One line per kind: "matmul  calls 12  GFLOP 1.23  read 4.00 MiB  written 1.00 MiB".
   std::string report() const;

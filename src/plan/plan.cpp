@@ -1,16 +1,22 @@
 // The planner's report: each chosen rank's step on meta (plan/step.h), its three ledgers as tables
-// or JSON, and which rank is busiest.
+// or JSON, which rank is busiest, and with a hardware profile the time model's seconds
+// (plan/time_model.h) and the largest batch that fits.
 #include "plan/plan.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
 #include "comm/comm_ledger.h"
+#include "comm/grid.h"
 #include "core/context.h"
 #include "core/errors.h"
+#include "plan/hardware.h"
 #include "plan/step.h"
+#include "plan/time_model.h"
 
 namespace optimus::plan {
 
@@ -18,23 +24,93 @@ namespace {
 
 struct RankLedgers {
   int rank = 0;
-  core::MemoryLedger memory;  // peaks of the whole step
+  core::MemoryLedger memory;  // peaks of the whole step, model building included
   core::MemoryLedger held;    // what is held after the update: current bytes
-  core::OpLedger ops;
+  core::OpLedger ops;         // the step's, model building included
   comm::CommLedger comm;
+  StepResult step, forward;  // the step alone, and a forward pass alone (their ops and collectives)
 };
+
+// One pass of `run` (run_training_step or run_forward_pass) on rank `rank` of a meta world.
+StepResult run_on_meta(const PlanOptions& o, int rank, int B, core::MemoryLedger& memory, core::OpLedger& ops,
+                       comm::CommLedger& comm, decltype(&run_training_step) run) {
+  StepOptions step;
+  step.B = B, step.T = o.config.n_positions;
+  const std::vector<int> tokens(static_cast<size_t>(step.B) * static_cast<size_t>(step.T), 0);  // meta reads none
+  auto world = meta_world(o.layout, o.ranks, rank, comm);
+  return run(o.layout, o.config, core::meta_context(memory, &ops), *world, step, tokens.data(), tokens.data());
+}
 
 RankLedgers run_rank(const PlanOptions& o, int rank) {
   RankLedgers r;
   r.rank = rank;
-  StepOptions step;
-  step.B = o.batch, step.T = o.config.n_positions;
-  const std::vector<int> tokens(static_cast<size_t>(step.B) * static_cast<size_t>(step.T), 0);  // meta reads none
-  auto world = meta_world(o.layout, o.ranks, rank, r.comm);
-  const StepResult result = run_training_step(o.layout, o.config, core::meta_context(r.memory, &r.ops), *world, step,
-                                              tokens.data(), tokens.data());
-  r.held = result.after_step;
+  r.step = run_on_meta(o, rank, o.batch, r.memory, r.ops, r.comm, &run_training_step);
+  r.held = r.step.after_step;
+  if (!o.hardware.empty()) {
+    core::MemoryLedger memory;
+    core::OpLedger ops;
+    comm::CommLedger comm;
+    r.forward = run_on_meta(o, rank, o.batch, memory, ops, comm, &run_forward_pass);
+  }
   return r;
+}
+
+// ---- time ------------------------------------------------------------------------------------------
+
+struct RankTimes {
+  TimeBreakdown step, forward;
+};
+
+Placement placement_of(const PlanOptions& o, const HardwareProfile& h) {
+  return {.layout = o.layout,
+          .ranks = o.ranks,
+          .ranks_per_node = o.ranks_per_node > 0 ? o.ranks_per_node : h.devices_per_node};
+}
+
+RankTimes time_rank(const PlanOptions& o, const HardwareProfile& h, const RankLedgers& r) {
+  const Placement placement = placement_of(o, h);
+  const TimeOptions options{.threads = o.threads, .overlap = o.overlap};
+  return {predict_time(r.step.ops, r.step.comm, h, placement, r.rank, options),
+          predict_time(r.forward.ops, r.forward.comm, h, placement, r.rank, options)};
+}
+
+nlohmann::json to_json(const TimeBreakdown& t) {
+  nlohmann::json by_kind, collectives = nlohmann::json::array();
+  for (int k = 0; k < core::kOpKindCount; ++k) {
+    by_kind[core::op_kind_name(static_cast<core::OpKind>(k))] = t.compute_by_kind[static_cast<size_t>(k)];
+  }
+  for (const CollectiveTime& c : t.communication) {
+    collectives.push_back({{"communicator", c.communicator},
+                           {"operation", comm::comm_op_name(c.op)},
+                           {"group_size", c.group_size},
+                           {"calls", c.calls},
+                           {"bytes", c.bytes},
+                           {"algorithm", c.algorithm},
+                           {"link", c.link},
+                           {"sharing", c.sharing},
+                           {"wire_bytes", c.wire_bytes},
+                           {"seconds", c.seconds}});
+  }
+  return {{"compute_s", t.compute_s},    {"communication_s", t.communication_s}, {"hidden_s", t.hidden_s},
+          {"total_s", t.total_s},        {"time_sharing", t.time_sharing},       {"compute_by_kind_s", by_kind},
+          {"communication", collectives}};
+}
+
+std::string to_text(const char* what, const TimeBreakdown& t) {
+  std::ostringstream out;
+  char line[240];
+  std::snprintf(line, sizeof line, "  time of %-8s %10.3f ms = compute %10.3f + communication %10.3f - hidden %8.3f",
+                what, 1e3 * t.total_s, 1e3 * t.compute_s, 1e3 * t.communication_s, 1e3 * t.hidden_s);
+  out << line
+      << (t.time_sharing > 1 ? " (ranks share cores: x" + std::to_string(t.time_sharing).substr(0, 4) + ")" : "")
+      << "\n";
+  for (const CollectiveTime& c : t.communication) {
+    std::snprintf(line, sizeof line, "    %-6s %-15s %-17s %-10s sharing %2d  wire %12.1f MiB  %10.3f ms\n",
+                  c.communicator.c_str(), comm::comm_op_name(c.op), c.algorithm.c_str(), c.link.c_str(), c.sharing,
+                  c.wire_bytes / (1024.0 * 1024.0), 1e3 * c.seconds);
+    out << line;
+  }
+  return out.str();
 }
 
 nlohmann::json to_json(const RankLedgers& r) {
@@ -103,7 +179,56 @@ std::string to_text(const RankLedgers& r) {
   return out.str();
 }
 
+// Whether the training step at batch B stays within `bytes` on every rank of ranks_to_run: the
+// ledger's budget stops a step at the first allocation past it.
+bool step_fits(const PlanOptions& o, int B, int64_t bytes) {
+  for (int rank : ranks_to_run(o.ranks)) {
+    core::MemoryLedger memory(static_cast<size_t>(bytes));
+    core::OpLedger ops;
+    comm::CommLedger comm;
+    try {
+      run_on_meta(o, rank, B, memory, ops, comm, &run_training_step);
+    } catch (const core::MemoryBudgetExceeded&) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The step's peak on the busiest rank of ranks_to_run at batch B.
+double peak_bytes(const PlanOptions& o, int B) {
+  size_t peak = 0;
+  for (int rank : ranks_to_run(o.ranks)) {
+    core::MemoryLedger memory;
+    core::OpLedger ops;
+    comm::CommLedger comm;
+    run_on_meta(o, rank, B, memory, ops, comm, &run_training_step);
+    peak = std::max(peak, memory.peak_total());
+  }
+  return static_cast<double>(peak);
+}
+
 }  // namespace
+
+int largest_batch(const PlanOptions& o, int64_t bytes, int limit) {
+  const int unit = o.layout == "2d" ? comm::Grid2D::side(o.ranks) : 1;  // 2D: whole rows of the grid
+  if (!step_fits(o, unit, bytes)) return 0;
+  // Every buffer's size is affine in B, so the peak is the largest of affine functions of B: convex.
+  // The line through B = unit and 2·unit, extended, stays below it, so the B where the line reaches
+  // `bytes` bounds the answer from above; usually the peak is that line, and one check confirms it.
+  const double at1 = peak_bytes(o, unit), at2 = peak_bytes(o, 2 * unit);
+  const double slope = (at2 - at1) / unit;
+  double bound = slope > 0 ? unit + (static_cast<double>(bytes) - at1) / slope : limit;
+  int hi = static_cast<int>(std::min<double>(limit, std::floor(bound / unit) * unit));  // at most this
+  int lo = unit;                                                                        // fits
+  if (hi <= lo) return lo;
+  if (step_fits(o, hi, bytes)) return hi;
+  while (hi - lo > unit) {  // lo fits, hi does not
+    const int mid = lo + (hi - lo) / unit / 2 * unit;
+    (step_fits(o, mid, bytes) ? lo : hi) = mid;
+  }
+  return lo;
+}
 
 std::vector<int> ranks_to_run(int P) {
   if (P <= 16) {
@@ -117,13 +242,26 @@ std::vector<int> ranks_to_run(int P) {
 std::string plan_report(const PlanOptions& o) {
   if (o.ranks < 1) throw core::ConfigError("--ranks must be 1 or more, but is " + std::to_string(o.ranks));
   if (o.batch < 1) throw core::ConfigError("--batch must be 1 or more, but is " + std::to_string(o.batch));
+  if (o.threads < 1) throw core::ConfigError("--threads must be 1 or more, but is " + std::to_string(o.threads));
+  if (o.ranks_per_node < 0) {
+    throw core::ConfigError("--ranks-per-node must be 1 or more, but is " + std::to_string(o.ranks_per_node));
+  }
   o.config.validate();
+  const bool timed = !o.hardware.empty();
+  const HardwareProfile hardware = timed ? load_hardware(o.hardware) : HardwareProfile{};
   std::vector<RankLedgers> ranks;
-  for (int r : ranks_to_run(o.ranks)) ranks.push_back(run_rank(o, r));
-  size_t busiest = 0;
+  std::vector<RankTimes> times;
+  for (int r : ranks_to_run(o.ranks)) {
+    ranks.push_back(run_rank(o, r));
+    if (timed) times.push_back(time_rank(o, hardware, ranks.back()));
+  }
+  size_t busiest = 0, slowest = 0;
   for (size_t k = 1; k < ranks.size(); ++k) {
     if (ranks[k].memory.peak_total() > ranks[busiest].memory.peak_total()) busiest = k;
+    if (timed && times[k].step.total_s > times[slowest].step.total_s) slowest = k;
   }
+  constexpr int kBatchLimit = 1 << 20;
+  const int fits = timed ? largest_batch(o, hardware.device_memory_bytes, kBatchLimit) : 0;
 
   const model::GPTConfig& c = o.config;
   if (o.json) {
@@ -139,17 +277,47 @@ std::string plan_report(const PlanOptions& o) {
                           {"batch", o.batch},
                           {"busiest_rank", ranks[busiest].rank},
                           {"per_rank", nlohmann::json::array()}};
-    for (const RankLedgers& r : ranks) out["per_rank"].push_back(to_json(r));
+    for (size_t k = 0; k < ranks.size(); ++k) {
+      out["per_rank"].push_back(to_json(ranks[k]));
+      if (timed)
+        out["per_rank"].back()["time"] = {{"step", to_json(times[k].step)}, {"forward", to_json(times[k].forward)}};
+    }
+    if (timed) {
+      out["hardware"] = {{"name", hardware.name},
+                         {"ranks_per_node", placement_of(o, hardware).ranks_per_node},
+                         {"threads", o.threads},
+                         {"overlap", o.overlap},
+                         {"device_memory_bytes", hardware.device_memory_bytes}};
+      out["largest_batch"] = fits > 0 ? nlohmann::json(fits) : nlohmann::json(nullptr);
+      out["time"] = {{"slowest_rank", ranks[slowest].rank},
+                     {"step", to_json(times[slowest].step)},
+                     {"forward", to_json(times[slowest].forward)}};
+    }
     return out.dump(1) + "\n";
   }
   std::ostringstream out;
   out << "plan: layout " << o.layout << " on " << o.ranks << " ranks, L" << c.n_layer << " C" << c.n_embd << " NH"
       << c.n_head << " T" << c.n_positions << " V" << c.vocab_size << " (" << c.num_parameters()
       << " parameters), batch " << o.batch << "; one training step on the meta device for " << ranks.size() << " of "
-      << o.ranks << " ranks; no time model\n";
-  for (const RankLedgers& r : ranks) out << to_text(r);
+      << o.ranks << " ranks; "
+      << (timed ? "time model: hardware " + hardware.name + ", " +
+                      std::to_string(placement_of(o, hardware).ranks_per_node) + " ranks per node, " +
+                      std::to_string(o.threads) + " thread(s) per rank" + (o.overlap ? ", SUMMA overlapped" : "")
+                : std::string("no time model (give --hardware)"))
+      << "\n";
+  for (size_t k = 0; k < ranks.size(); ++k) {
+    out << to_text(ranks[k]);
+    if (timed) out << to_text("step", times[k].step) << to_text("forward", times[k].forward);
+  }
   out << "busiest rank: " << ranks[busiest].rank << " (the largest peak memory, "
       << mib(ranks[busiest].memory.peak_total()) << " MiB)\n";
+  if (timed) {
+    char line[200];
+    std::snprintf(line, sizeof line, "slowest rank: %d (step %.3f ms, forward %.3f ms)\n", ranks[slowest].rank,
+                  1e3 * times[slowest].step.total_s, 1e3 * times[slowest].forward.total_s);
+    out << line << "largest batch that fits " << mib(static_cast<size_t>(hardware.device_memory_bytes))
+        << " MiB per device: " << (fits > 0 ? std::to_string(fits) : "none (not even the smallest batch)") << "\n";
+  }
   return out.str();
 }
 

@@ -1,9 +1,12 @@
 // `optimus plan`: what one training step of a layout costs each rank, read from the meta device in
 // one process, for a world of any size — memory by category, FLOPs and bytes by kind of op, and each
-// communicator's collectives (calls, bytes, group size). No time model: it reports the ledgers, not
-// seconds. Every rank of a layout holds blocks of the same size, so a few ranks stand for all.
+// communicator's collectives (calls, bytes, group size). Given a hardware profile, also the time
+// model's seconds (plan/time_model.h) for the step and for a forward pass, and the largest batch
+// whose step fits a device's memory. Every rank of a layout holds blocks of about the same size,
+// so a few ranks stand for all.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,15 +20,25 @@ struct PlanOptions {
   model::GPTConfig config;        // the model's shapes (dropout as given)
   int batch = 1;                  // B sequences of config.n_positions tokens
   bool json = false;              // one JSON object instead of tables
+  std::string hardware;           // a profile's name or path; empty: no time model
+  int ranks_per_node = 0;         // 0: the profile's devices_per_node
+  int threads = 1;                // CPU threads per rank (time model)
+  bool overlap = false;           // 2D: SUMMA's communication overlapped with its products (time model)
 };
+
+/// The largest B (up to `limit`) whose training step's peak memory fits `bytes` on every rank of
+/// ranks_to_run; 0 if not even B = 1 does (2D: a multiple of q, the rows that split the batch).
+int largest_batch(const PlanOptions& options, int64_t bytes, int limit);
 
 /// The ranks a plan runs: every rank when P <= 16, else the first and the last.
 std::vector<int> ranks_to_run(int P);
 
 /// Runs one training step of each rank of ranks_to_run on meta and returns the report: per rank,
 /// memory by category (peak, and held between steps), the op ledger and the communication ledger,
-/// then the busiest rank (the largest peak memory; ties go to the lowest rank). A layout, world or
-/// batch that does not fit is a core::ConfigError.
+/// then the busiest rank (the largest peak memory; ties go to the lowest rank). With a hardware
+/// profile, per rank the predicted time of the step and of a forward pass, the slowest rank, and
+/// the largest batch that fits. A layout, world, batch or profile that does not fit is a
+/// core::ConfigError.
 std::string plan_report(const PlanOptions& options);
 
 }  // namespace optimus::plan

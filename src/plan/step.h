@@ -25,12 +25,16 @@ struct StepOptions {
   uint32_t seed = 7;
 };
 
-/// The step's two values (NaN on meta), and the memory ledger as it stood after the update, before
-/// the model was released: its current bytes are what a rank holds from one step to the next.
+/// The step's two values (NaN on meta); the memory ledger as it stood after the update, before
+/// the model was released (its current bytes are what a rank holds from one step to the next);
+/// and what the step alone did, without building the model: its ops (when the context records
+/// them) and its collectives.
 struct StepResult {
   float loss = 0.0f;
   float norm = 0.0f;
   core::MemoryLedger after_step;
+  core::OpLedger ops;
+  comm::CommLedger comm;
 };
 
 /// Builds the model of `layout` ("serial", "1d" or "2d") with its memory and ops on `ctx` and its
@@ -45,6 +49,13 @@ struct StepResult {
 StepResult run_training_step(const std::string& layout, const model::GPTConfig& config, const core::Context& ctx,
                              comm::Communicator& world, const StepOptions& options, const int* inputs,
                              const int* targets);
+
+/// Builds the model as run_training_step does and runs one forward pass in evaluation mode (no
+/// dropout), loss included: what the bench times as "forward" and the paper calls inference.
+/// Its result's norm is 0 and after_step is the ledger after the pass.
+StepResult run_forward_pass(const std::string& layout, const model::GPTConfig& config, const core::Context& ctx,
+                            comm::Communicator& world, const StepOptions& options, const int* inputs,
+                            const int* targets);
 
 /// Rank `rank` of a meta world of `ranks` for `layout`, recording into `ledger`; for 2d it declares
 /// the grid's splits ("row" and "col", q ranks each, for ranks = q·q).

@@ -192,7 +192,8 @@ int main(int argc, char** argv) {
     auto* plan_cmd = app.add_subcommand(
         "plan",
         "what one training step costs each rank of a layout, on the meta device in one process: memory by "
-        "category, FLOPs by kind of op, each communicator's collectives (no time model yet: ledgers, not seconds)");
+        "category, FLOPs by kind of op, each communicator's collectives; with --hardware, the predicted time of "
+        "a step and of a forward pass, and the largest batch that fits");
     plan_cmd->add_option("--layout", p_opt.layout, "serial, 1d or 2d")->capture_default_str();
     plan_cmd->add_option("--ranks", p_opt.ranks, "ranks P of the layout (a square for 2d)")->capture_default_str();
     auto* p_named = plan_cmd->add_option("--model", p_model,
@@ -203,6 +204,12 @@ int main(int argc, char** argv) {
     for (const char* shape : {"--layers", "--embd", "--heads", "--seq", "--vocab"}) p_named->excludes(shape);
     plan_cmd->add_option("--batch", p_opt.batch, "sequences per step B")->capture_default_str();
     plan_cmd->add_flag("--json", p_opt.json, "one JSON object instead of tables");
+    plan_cmd->add_option("--hardware", p_opt.hardware,
+                         "a hardware profile (a name in data/hardware, or a path to a .json file): predict times");
+    plan_cmd->add_option("--ranks-per-node", p_opt.ranks_per_node,
+                         "ranks on one node (default: the profile's devices_per_node)");
+    plan_cmd->add_option("--threads", p_opt.threads, "CPU threads per rank (time model)")->capture_default_str();
+    plan_cmd->add_flag("--overlap", p_opt.overlap, "2d: SUMMA's broadcasts and reduces hidden behind its products");
 
     try {
       app.parse(argc, argv);

@@ -103,8 +103,9 @@ OpCost attention_forward_cost(int64_t B, int64_t T, int64_t C, int64_t NH, float
   const int64_t HS = C / NH, TT = T * T;
   return {.kind = OpKind::attention,
           .flops = B * NH * (4 * TT * HS + 5 * TT + (p > 0.0f ? TT : 0)),
-          .bytes_read = floats(B * T * 3 * C),                // qkv
-          .bytes_written = floats(B * T * C + B * NH * TT)};  // out, att
+          .bytes_read = floats(B * T * 3 * C),               // qkv
+          .bytes_written = floats(B * T * C + B * NH * TT),  // out, att
+          .min_dim = std::min(T, HS)};
 }
 
 OpCost attention_backward_cost(int64_t B, int64_t T, int64_t C, int64_t NH, float p) {
@@ -112,7 +113,8 @@ OpCost attention_backward_cost(int64_t B, int64_t T, int64_t C, int64_t NH, floa
   return {.kind = OpKind::attention,
           .flops = B * NH * (8 * TT * HS + 4 * TT + (p > 0.0f ? 3 * TT : 0)),
           .bytes_read = floats(B * T * C + 2 * B * T * 3 * C + B * NH * TT),  // dout, qkv, dqkv, att
-          .bytes_written = floats(B * T * 3 * C + B * NH * TT)};              // dqkv, datt
+          .bytes_written = floats(B * T * 3 * C + B * NH * TT),               // dqkv, datt
+          .min_dim = std::min(T, HS)};
 }
 
 }  // namespace

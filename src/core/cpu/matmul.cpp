@@ -27,7 +27,8 @@ OpCost matmul_cost(int64_t M, int64_t N, int64_t K, bool reads_c) {
   return {.kind = OpKind::matmul,
           .flops = 2 * M * N * K,
           .bytes_read = floats(M * K + K * N + (reads_c ? M * N : 0)),
-          .bytes_written = floats(M * N)};
+          .bytes_written = floats(M * N),
+          .min_dim = std::min({M, N, K})};
 }
 
 // One add per element of out (N, OC), which it reads and writes, and bias (OC) read.

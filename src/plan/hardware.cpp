@@ -1,0 +1,195 @@
+// Reading a hardware profile: every number is {"value": …, "source": …}; the model keeps the values.
+#include "plan/hardware.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "core/errors.h"
+#include "model/file_io.h"
+#include "model/json_text.h"
+
+#ifndef OPTIMUS_HARDWARE_DIR
+#define OPTIMUS_HARDWARE_DIR "data/hardware"
+#endif
+
+namespace optimus::plan {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Reads fields of one profile file, each failure one sentence naming the file and the field.
+class Fields {
+ public:
+  explicit Fields(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
+    throw core::ConfigError("hardware profile " + path_ + ": " + field + " " + problem +
+                            " (data/hardware/README.md lists the fields)");
+  }
+
+  const Json& member(const Json& object, const std::string& key, const std::string& field) const {
+    if (!object.is_object() || !object.contains(key)) fail(field, "is missing");
+    return object.at(key);
+  }
+
+  // A {"value": number, "source": …} field, at least `least`.
+  double number(const Json& object, const std::string& key, const std::string& field, double least) const {
+    const Json& v = member(member(object, key, field), "value", field + ".value");
+    if (!v.is_number()) fail(field, "is not a number");
+    const double x = v.get<double>();
+    if (!(x >= least) || x > std::numeric_limits<double>::max()) {
+      fail(field,
+           "must be a finite number of at least " + std::to_string(least) + ", but is " + model::json_excerpt(v));
+    }
+    return x;
+  }
+
+  int count(const Json& object, const std::string& key, const std::string& field) const {
+    const double x = number(object, key, field, 1);
+    if (x != static_cast<int>(x)) fail(field, "must be a whole number");
+    return static_cast<int>(x);
+  }
+
+  Link link(const Json& links, const std::string& key) const {
+    const std::string field = "links." + key;
+    const Json& l = member(links, key, field);
+    return {.alpha_s = number(l, "alpha_s", field + ".alpha_s", 0),
+            .beta_s_per_byte = number(l, "beta_s_per_byte", field + ".beta_s_per_byte", 0),
+            .gamma_s_per_byte = number(l, "gamma_s_per_byte", field + ".gamma_s_per_byte", 0),
+            .devices_per_link = count(l, "devices_per_link", field + ".devices_per_link")};
+  }
+
+  std::vector<MatmulClass> matmul(const Json& rows) const {
+    const std::string field = "matmul_flops_per_s";
+    if (!rows.is_array() || rows.empty()) fail(field, "must be a list of shape classes");
+    std::vector<MatmulClass> classes;
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const std::string at = field + "[" + std::to_string(k) + "]";
+      const Json& bound = member(rows[k], "min_dim_at_most", at + ".min_dim_at_most");
+      const bool last = k + 1 == rows.size();
+      if (last != bound.is_null()) fail(at + ".min_dim_at_most", "must be null in the last class, and only there");
+      if (!last && (!bound.is_number_integer() || bound.get<int64_t>() < 1)) {
+        fail(at + ".min_dim_at_most", "must be a positive whole number");
+      }
+      const int64_t at_most = last ? std::numeric_limits<int64_t>::max() : bound.get<int64_t>();
+      if (!classes.empty() && at_most <= classes.back().min_dim_at_most) fail(field, "bounds must increase");
+      if (!rows[k].contains("value") || !rows[k]["value"].is_number() || !(rows[k]["value"].get<double>() > 0)) {
+        fail(at + ".value", "must be a positive number");
+      }
+      classes.push_back({at_most, rows[k]["value"].get<double>()});
+    }
+    return classes;
+  }
+
+  // measurements.collective_fits: {"P": {"OP": {"alpha_s": a, "beta_s_per_byte": b}}}, plain numbers.
+  std::map<std::pair<int, comm::CommOp>, MeasuredFit> fits(const Json& measurements) const {
+    std::map<std::pair<int, comm::CommOp>, MeasuredFit> out;
+    if (!measurements.contains("collective_fits")) return out;
+    const Json& by_ranks = measurements["collective_fits"];
+    if (!by_ranks.is_object()) fail("measurements.collective_fits", "is not an object");
+    for (const auto& [ranks, by_op] : by_ranks.items()) {
+      const std::string at = "measurements.collective_fits." + ranks.substr(0, 10);
+      const int p = std::atoi(ranks.c_str());
+      if (p < 2 || std::to_string(p) != ranks || !by_op.is_object()) fail(at, "must be a rank count of 2 or more");
+      for (comm::CommOp op : {comm::CommOp::all_reduce, comm::CommOp::broadcast, comm::CommOp::reduce,
+                              comm::CommOp::all_gather, comm::CommOp::reduce_scatter}) {
+        const std::string name = comm::comm_op_name(op);
+        if (!by_op.contains(name)) continue;
+        const Json& fit = by_op[name];
+        const auto plain = [&](const char* key) {
+          if (!fit.contains(key) || !fit[key].is_number()) fail(at + "." + name + "." + key, "is not a number");
+          return fit[key].get<double>();  // a fit's intercept may be slightly negative: kept as fitted
+        };
+        out[{p, op}] = {plain("alpha_s"), plain("beta_s_per_byte")};
+      }
+    }
+    return out;
+  }
+
+  Algorithm algorithm(const Json& collectives, comm::CommOp op) const {
+    const std::string name = comm::comm_op_name(op), field = "collectives." + name + ".algorithm";
+    const Json& a = member(member(collectives, name, "collectives." + name), "algorithm", field);
+    const std::string text = a.is_string() ? a.get<std::string>() : "";
+    if (text == "ring") return Algorithm::ring;
+    const bool rooted = op == comm::CommOp::broadcast || op == comm::CommOp::reduce;
+    if (rooted && text == "binomial_tree") return Algorithm::binomial_tree;
+    if (op == comm::CommOp::broadcast && text == "scatter_allgather") return Algorithm::scatter_allgather;
+    fail(field, "is " + model::json_excerpt(a) + ", which the model has no cost for");
+  }
+
+ private:
+  std::string path_;
+};
+
+std::string resolve(const std::string& name_or_path) {
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json");
+  if (is_path) return name_or_path;
+  const std::string path = hardware_dir() + "/" + name_or_path + ".json";
+  if (std::filesystem::is_regular_file(path)) return path;
+  std::string known;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(hardware_dir(), error)) {
+    if (entry.path().extension() == ".json") known += (known.empty() ? "" : ", ") + entry.path().stem().string();
+  }
+  throw core::ConfigError("no hardware profile named '" + name_or_path.substr(0, 40) + "' in " + hardware_dir() +
+                          (known.empty() ? "" : "; the known ones: " + known) + " (or give a path to a .json file)");
+}
+
+}  // namespace
+
+const char* algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::ring:
+      return "ring";
+    case Algorithm::binomial_tree:
+      return "binomial_tree";
+    case Algorithm::scatter_allgather:
+      return "scatter_allgather";
+  }
+  return "?";
+}
+
+double HardwareProfile::matmul_rate(int64_t min_dim) const {
+  for (const MatmulClass& c : matmul) {
+    if (min_dim <= c.min_dim_at_most) return c.flops_per_s;
+  }
+  return matmul.back().flops_per_s;
+}
+
+std::string hardware_dir() {
+  const char* dir = std::getenv("OPTIMUS_HARDWARE_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : OPTIMUS_HARDWARE_DIR;
+}
+
+HardwareProfile load_hardware(const std::string& name_or_path) {
+  const std::string path = resolve(name_or_path);
+  const Json profile = model::parse_json(model::read_whole_file(path, "hardware profile", model::kMaxJsonFileBytes),
+                                         "hardware profile " + path);
+  const Fields f(path);
+  HardwareProfile h;
+  const Json& name = f.member(profile, "name", "name");
+  if (!name.is_string()) f.fail("name", "is not text");
+  h.name = name.get<std::string>();
+  h.devices_per_node = f.count(profile, "devices_per_node", "devices_per_node");
+  h.device_memory_bytes = static_cast<int64_t>(f.number(profile, "device_memory_bytes", "device_memory_bytes", 1));
+  h.matmul = f.matmul(f.member(profile, "matmul_flops_per_s", "matmul_flops_per_s"));
+  h.memory_bytes_per_s = f.number(profile, "memory_bytes_per_s", "memory_bytes_per_s", 1);
+  h.collective_launch_s = f.number(profile, "collective_launch_s", "collective_launch_s", 0);
+  const Json& links = f.member(profile, "links", "links");
+  h.intra_node = f.link(links, "intra_node");
+  h.inter_node = f.link(links, "inter_node");
+  const Json& collectives = f.member(profile, "collectives", "collectives");
+  for (comm::CommOp op : {comm::CommOp::all_reduce, comm::CommOp::broadcast, comm::CommOp::reduce,
+                          comm::CommOp::all_gather, comm::CommOp::reduce_scatter}) {
+    h.algorithm[static_cast<size_t>(op)] = f.algorithm(collectives, op);
+  }
+  if (profile.contains("measurements")) h.measured = f.fits(profile["measurements"]);
+  return h;
+}
+
+}  // namespace optimus::plan

@@ -1,0 +1,195 @@
+// The time model, formula by formula, in the order of chapter 4's section on it.
+#include "plan/time_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+#include "comm/grid.h"
+
+namespace optimus::plan {
+
+namespace {
+
+// ---- compute --------------------------------------------------------------------------------------
+
+bool is_product(core::OpKind kind) {
+  return kind == core::OpKind::matmul || kind == core::OpKind::attention;
+}
+
+// Products: their FLOPs at the rate of their shape class (times the threads). Everything else:
+// its bytes at the memory bandwidth.
+double kind_seconds(const core::OpLedger::Totals& t, core::OpKind kind, const HardwareProfile& h, int threads) {
+  if (!is_product(kind)) return static_cast<double>(t.bytes_read + t.bytes_written) / h.memory_bytes_per_s;
+  double seconds = 0;
+  for (const auto& [min_dim, flops] : t.flops_by_min_dim) {
+    seconds += static_cast<double>(flops) / (h.matmul_rate(min_dim) * threads);
+  }
+  return seconds;
+}
+
+// ---- placement ------------------------------------------------------------------------------------
+
+int node_of(const Placement& p, int rank) {
+  return rank / p.ranks_per_node;
+}
+
+// Which group of communicator `name` rank r is in: a label, equal for the ranks of one group.
+int group_label(const Placement& p, const std::string& name, int rank) {
+  if (name == "world") return 0;
+  const int q = comm::Grid2D::side(p.ranks);
+  if (name == "row") return rank / q;  // the same i
+  if (name == "col") return rank % q;  // the same j
+  throw std::logic_error("the time model knows no communicator '" + name + "'");
+}
+
+// The distinct groups of `name` among the ranks of `node`.
+int groups_on_node(const Placement& p, const std::string& name, int node) {
+  std::set<int> labels;
+  const int first = node * p.ranks_per_node, last = std::min(p.ranks, first + p.ranks_per_node);
+  for (int r = first; r < last; ++r) labels.insert(group_label(p, name, r));
+  return static_cast<int>(labels.size());
+}
+
+// ---- one collective -------------------------------------------------------------------------------
+
+int ceil_log2(int p) {
+  int steps = 0;
+  while ((1 << steps) < p) ++steps;
+  return steps;
+}
+
+CollectiveTime cost_collective(const std::string& name, comm::CommOp op, const comm::CommLedger& ledger,
+                               const HardwareProfile& h, const Placement& placement, int rank) {
+  CollectiveTime c;
+  c.communicator = name, c.op = op, c.group_size = ledger.group_size(name);
+  c.calls = ledger.calls(name, op), c.bytes = ledger.bytes(name, op);
+  const int p = c.group_size;
+  const double n = static_cast<double>(c.bytes) / static_cast<double>(c.calls);
+  if (p == 1) {  // a group of one sends nothing
+    c.algorithm = "none", c.link = "none";
+    return c;
+  }
+  const std::vector<int> group = group_of(placement, name, rank);
+  const bool one_node =
+      std::all_of(group.begin(), group.end(), [&](int r) { return node_of(placement, r) == node_of(placement, rank); });
+  Link link = one_node ? h.intra_node : h.inter_node;
+  c.link = one_node ? "intra_node" : "inter_node";
+  if (!one_node) {
+    c.sharing = std::min(link.devices_per_link, groups_on_node(placement, name, node_of(placement, rank)));
+    link.beta_s_per_byte *= c.sharing;
+  }
+  double wire = 0, seconds = 0;
+  const auto fit = h.measured.find({p, op});
+  if (fit != h.measured.end()) {  // the machine's own measurement at this group size
+    c.algorithm = "measured";
+    seconds = fit->second.alpha_s + n * fit->second.beta_s_per_byte;
+    wire = n;
+  } else {
+    const Algorithm algorithm = h.algorithm[static_cast<size_t>(op)];
+    c.algorithm = algorithm_name(algorithm);
+    seconds = collective_seconds(op, algorithm, n, p, link, wire);
+  }
+  c.seconds = static_cast<double>(c.calls) * (h.collective_launch_s + seconds);
+  c.wire_bytes = static_cast<double>(c.calls) * wire;
+  return c;
+}
+
+// ---- overlap --------------------------------------------------------------------------------------
+
+// SUMMA in q steps of equal size, the broadcasts (or reduces) of step t + 1 under the product of
+// step t: T = C/q + (q − 1)·max(G, C)/q + G/q, so (q − 1)/q·min(G, C) of G + C is hidden.
+double summa_hidden(const TimeBreakdown& t, const Placement& placement) {
+  if (placement.layout != "2d") return 0;
+  const int q = comm::Grid2D::side(placement.ranks);
+  double summa_comm = 0;
+  for (const CollectiveTime& c : t.communication) {
+    const bool summa = (c.communicator == "row" || c.communicator == "col") &&
+                       (c.op == comm::CommOp::broadcast || c.op == comm::CommOp::reduce);
+    if (summa) summa_comm += c.seconds;
+  }
+  const double gemm = t.compute_by_kind[static_cast<size_t>(core::OpKind::matmul)];
+  return (q - 1) * std::min(gemm, summa_comm) / q;
+}
+
+}  // namespace
+
+std::vector<int> group_of(const Placement& placement, const std::string& name, int rank) {
+  std::vector<int> group;
+  for (int r = 0; r < placement.ranks; ++r) {
+    if (group_label(placement, name, r) == group_label(placement, name, rank)) group.push_back(r);
+  }
+  return group;
+}
+
+double collective_seconds(comm::CommOp op, Algorithm algorithm, double n, int p, const Link& link, double& wire_bytes) {
+  const double a = link.alpha_s, b = link.beta_s_per_byte, g = link.gamma_s_per_byte;
+  const double share = static_cast<double>(p - 1) / p, lg = ceil_log2(p);
+  using comm::CommOp;
+  switch (op) {
+    case CommOp::all_reduce:  // ring: a reduce-scatter, then an all-gather
+      wire_bytes = 2 * n * share;
+      return 2 * (p - 1) * a + wire_bytes * b + n * share * g;
+    case CommOp::all_gather:
+      wire_bytes = n * share;
+      return (p - 1) * a + wire_bytes * b;
+    case CommOp::reduce_scatter:
+      wire_bytes = n * share;
+      return (p - 1) * a + wire_bytes * (b + g);
+    case CommOp::broadcast:
+    case CommOp::reduce: {
+      const double reduce = op == CommOp::reduce ? n * g : 0;
+      if (algorithm == Algorithm::binomial_tree) {
+        wire_bytes = lg * n;
+        return lg * (a + n * b) + lg * reduce;
+      }
+      if (algorithm == Algorithm::scatter_allgather) {
+        wire_bytes = 2 * n * share;
+        return (lg + p - 1) * a + wire_bytes * b;
+      }
+      wire_bytes = n;  // a pipelined ring: every rank but the last forwards the whole buffer once
+      return (p - 1) * a + n * b + reduce;
+    }
+    case CommOp::barrier:
+    case CommOp::split:
+      break;
+  }
+  wire_bytes = 0;
+  return 0;
+}
+
+TimeBreakdown predict_time(const core::OpLedger& ops, const comm::CommLedger& comm, const HardwareProfile& hardware,
+                           const Placement& placement, int rank, const TimeOptions& options) {
+  TimeBreakdown t;
+  for (int k = 0; k < core::kOpKindCount; ++k) {
+    const auto kind = static_cast<core::OpKind>(k);
+    t.compute_by_kind[static_cast<size_t>(k)] = kind_seconds(ops.of(kind), kind, hardware, options.threads);
+    t.compute_s += t.compute_by_kind[static_cast<size_t>(k)];
+  }
+  for (const std::string& name : comm.communicators()) {
+    for (comm::CommOp op : {comm::CommOp::all_reduce, comm::CommOp::broadcast, comm::CommOp::reduce,
+                            comm::CommOp::all_gather, comm::CommOp::reduce_scatter}) {
+      if (comm.calls(name, op) > 0) {
+        t.communication.push_back(cost_collective(name, op, comm, hardware, placement, rank));
+      }
+    }
+  }
+  // More ranks on a node than it has devices (cores): they take turns, each at its share.
+  const int node = node_of(placement, rank);
+  const int on_node =
+      std::min(placement.ranks, (node + 1) * placement.ranks_per_node) - node * placement.ranks_per_node;
+  t.time_sharing = std::max(1.0, static_cast<double>(on_node) * options.threads / hardware.devices_per_node);
+  t.compute_s *= t.time_sharing;
+  for (double& s : t.compute_by_kind) s *= t.time_sharing;
+  t.communication_s = 0;  // a formula's time is shared too; a measured fit was measured so shared
+  for (CollectiveTime& c : t.communication) {
+    if (c.algorithm != "measured") c.seconds *= t.time_sharing;
+    t.communication_s += c.seconds;
+  }
+  if (options.overlap) t.hidden_s = summa_hidden(t, placement);
+  t.total_s = t.compute_s + t.communication_s - t.hidden_s;
+  return t;
+}
+
+}  // namespace optimus::plan

@@ -1,0 +1,70 @@
+// Chapter 4's time model: one rank's ledgers (what its ops and collectives did in a step, counted on
+// the meta device) and a hardware profile give seconds. Compute: products at the profile's matmul
+// rate for their shape class, every other op at its memory bandwidth. Communication: each
+// collective by the α–β–γ cost of its algorithm over the link its group crosses (inside one node or
+// between nodes, a node's shared port divided among the groups that use it at once). Optionally
+// SUMMA's broadcasts hidden behind its products. The chapter states each formula; this file is them.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "comm/comm_ledger.h"
+#include "core/op_ledger.h"
+#include "plan/hardware.h"
+
+namespace optimus::plan {
+
+/// Where the ranks of a layout sit: rank r on node r / ranks_per_node; 1D's one group is every
+/// rank; 2D's rank r = i·q + j talks along its row {i·q + j'} and its column {i'·q + j}.
+struct Placement {
+  std::string layout = "serial";  // serial, 1d or 2d
+  int ranks = 1;
+  int ranks_per_node = 1;
+};
+
+/// The ranks of communicator `name` ("world", "row" or "col") that `rank` belongs to.
+std::vector<int> group_of(const Placement& placement, const std::string& name, int rank);
+
+struct TimeOptions {
+  int threads = 1;       // CPU threads per rank: products run this many times as fast
+  bool overlap = false;  // 2D: SUMMA's broadcasts and reduces overlap its products
+};
+
+/// One (communicator, operation) of a step, costed.
+struct CollectiveTime {
+  std::string communicator;
+  comm::CommOp op = comm::CommOp::all_reduce;
+  int group_size = 1;
+  int64_t calls = 0;
+  int64_t bytes = 0;      // the ledger's bytes, all calls
+  std::string algorithm;  // "ring", "binomial_tree", "scatter_allgather" or "measured"
+  std::string link;       // "intra_node" or "inter_node" ("none" for a group of one)
+  int sharing = 1;        // groups sending through one inter-node link at once (β × sharing)
+  double wire_bytes = 0;  // the β term's bytes, all calls: what the busiest rank of the algorithm sends
+  double seconds = 0;
+};
+
+struct TimeBreakdown {
+  std::array<double, core::kOpKindCount> compute_by_kind{};  // seconds per OpKind
+  double compute_s = 0;
+  double communication_s = 0;
+  double hidden_s = 0;      // communication hidden behind products (overlap option)
+  double total_s = 0;       // compute + communication − hidden
+  double time_sharing = 1;  // ranks per core when a node has more ranks than devices: compute, and
+                            // collectives costed by formula, take that much longer (a measured
+                            // fit was measured with the same sharing)
+  std::vector<CollectiveTime> communication;
+};
+
+/// The time of what `ops` and `comm` record on rank `rank` of `placement`, on `hardware`.
+TimeBreakdown predict_time(const core::OpLedger& ops, const comm::CommLedger& comm, const HardwareProfile& hardware,
+                           const Placement& placement, int rank, const TimeOptions& options);
+
+/// The seconds of one call of `op` moving `n` ledger bytes in a group of `p` ranks over `link` by
+/// `algorithm` (data/hardware/README.md's table), without the launch cost; and in `wire_bytes`
+/// the n-coefficient of its β term.
+double collective_seconds(comm::CommOp op, Algorithm algorithm, double n, int p, const Link& link, double& wire_bytes);
+
+}  // namespace optimus::plan
