@@ -430,6 +430,21 @@ case_bench_budget_past_memory() {
   refused "--max-batch-budget 1e+06 needs at least" "$optimus" bench --max-batch-budget 1000000
 }
 
+# ---- plan's time model ---------------------------------------------------------------------------------
+case_plan_unknown_hardware() {
+  refused "no hardware profile named 'cray-1' in" "$optimus" plan --model tiny --hardware cray-1
+}
+case_plan_hardware_not_json() {
+  refused "hardware profile $ws/text.txt is not valid JSON" "$optimus" plan --model tiny --hardware "$ws/text.txt"
+}
+case_plan_hardware_field_missing() {
+  echo '{"name": "half", "devices_per_node": {"value": 4, "source": "a test"}}' >"$ws/half.json"
+  refused "device_memory_bytes is missing" "$optimus" plan --model tiny --hardware "$ws/half.json"
+}
+case_plan_zero_threads() {
+  refused "--threads must be 1 or more, but is 0" "$optimus" plan --model tiny --hardware local --threads 0
+}
+
 # ---- failures during a run -------------------------------------------------------------------------
 # Step 5's loss is NaN: training stops with one line; the checkpoints of steps 2 and 4 remain, byte
 # for byte what a run without the NaN writes, and no later one (nor a temporary folder) exists.

@@ -1,13 +1,17 @@
 #!/bin/bash
 # optimus plan on GPT-3 175B's shapes on a 32×32 grid (1024 ranks) finishes in one process and
 # prints what it promises: the tables (memory by category, ops by kind, each communicator with its
-# group size, the busiest rank) and, with --json, the same as keys. Not its timing.
+# group size, the busiest rank) and, with --json, the same as keys; with --hardware, the time
+# model's keys for the step and the forward pass, and a largest batch whose step fits the
+# profile's device memory while one more row of the grid does not. Not its own timing.
 # Usage: run_plan.sh OPTIMUS
 set -euo pipefail
 optimus=$1
-shape=(--layout 2d --ranks 1024 --layers 96 --embd 12288 --heads 96 --seq 2048 --vocab 50257 --batch 32)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+shape=(--layout 2d --ranks 1024 --layers 96 --embd 12288 --heads 96 --seq 2048 --vocab 50257)
 
-text=$("$optimus" plan "${shape[@]}")
+text=$("$optimus" plan "${shape[@]}" --batch 32)
 for expected in "^plan: layout 2d on 1024 ranks" "no time model" "^rank 0$" "^rank 1023$" \
   "^    activations " "^    matmul  *calls" "^    row    (32 ranks) broadcast" "^    col    (32 ranks) reduce " \
   "^    world  (1024 ranks) all_reduce" "^busiest rank: 0 "; do
@@ -18,7 +22,7 @@ for expected in "^plan: layout 2d on 1024 ranks" "no time model" "^rank 0$" "^ra
   fi
 done
 
-"$optimus" plan "${shape[@]}" --json | python3 -c '
+"$optimus" plan "${shape[@]}" --batch 32 --json | python3 -c '
 import json, sys
 plan = json.load(sys.stdin)
 assert plan["layout"] == "2d" and plan["ranks"] == 1024 and plan["busiest_rank"] == 0, plan
@@ -33,4 +37,32 @@ for r in plan["per_rank"]:
     assert r["comm"]["world"]["group_size"] == 1024
     assert r["comm"]["row"]["broadcast"]["calls"] > 0 and r["comm"]["col"]["reduce"]["bytes"] > 0
 print("optimus plan: 2d on 1024 ranks, GPT-3 175B shapes: tables and JSON keys as promised")
-'
+'''
+
+"$optimus" plan "${shape[@]}" --batch 32 --hardware h200-nvlink --json >"$tmp/timed.json"
+largest=$(python3 - "$tmp/timed.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+assert plan["hardware"]["name"] == "h200-nvlink" and plan["hardware"]["ranks_per_node"] == 8, plan["hardware"]
+for part in ["step", "forward"]:
+    t = plan["time"][part]
+    assert t["total_s"] > 0 and abs(t["compute_s"] + t["communication_s"] - t["hidden_s"] - t["total_s"]) < 1e-9 * t["total_s"]
+    assert abs(sum(t["compute_by_kind_s"].values()) - t["compute_s"]) < 1e-9 * t["compute_s"]
+    assert abs(sum(c["seconds"] for c in t["communication"]) - t["communication_s"]) < 1e-9 * t["communication_s"]
+    links = {(c["communicator"], c["link"]) for c in t["communication"]}
+    assert ("row", "inter_node") in links and ("col", "inter_node") in links, links  # q = 32 > 8 per node
+assert plan["time"]["forward"]["total_s"] < plan["time"]["step"]["total_s"]
+print(plan["largest_batch"])
+PY
+)
+# The largest batch fits the device (141 GB), and one more row of the grid's sequences does not.
+for batch in "$largest" $((largest + 32)); do
+  "$optimus" plan "${shape[@]}" --batch "$batch" --json | python3 -c "
+import json, sys
+plan = json.load(sys.stdin)
+peak = max(r['memory']['total']['peak_bytes'] for r in plan['per_rank'])
+fits = peak <= json.load(open('$tmp/timed.json'))['hardware']['device_memory_bytes']
+assert fits == ($batch == $largest), (plan['batch'], peak, fits)
+"
+done
+echo "optimus plan --hardware h200-nvlink: times add up, links cross nodes, largest batch $largest fits and +32 does not"
