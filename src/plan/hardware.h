@@ -49,7 +49,8 @@ struct HardwareProfile {
   Link intra_node, inter_node;
   std::array<Algorithm, comm::kCommOpCount> algorithm{};  // by CommOp (barrier and split unused)
   /// Optional (scripts/calibrate's measurements): per (group size, operation), the machine's own
-  /// fit, which the model uses in place of the algorithm's formula at that group size.
+  /// fit inside one node, which the model uses in place of the algorithm's formula for a group of
+  /// that size on one node.
   std::map<std::pair<int, comm::CommOp>, MeasuredFit> measured;
 
   /// The rate of a product whose smallest dimension is `min_dim`.

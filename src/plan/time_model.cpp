@@ -82,7 +82,7 @@ CollectiveTime cost_collective(const std::string& name, comm::CommOp op, const c
   }
   double wire = 0, seconds = 0;
   const auto fit = h.measured.find({p, op});
-  if (fit != h.measured.end()) {  // the machine's own measurement at this group size
+  if (one_node && fit != h.measured.end()) {  // the machine's own measurement, made inside one node
     c.algorithm = "measured";
     seconds = fit->second.alpha_s + n * fit->second.beta_s_per_byte;
     wire = n;
