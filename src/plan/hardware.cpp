@@ -1,6 +1,7 @@
 // Reading a hardware profile: every number is {"value": …, "source": …}; the model keeps the values.
 #include "plan/hardware.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -42,8 +43,9 @@ class Fields {
     if (!v.is_number()) fail(field, "is not a number");
     const double x = v.get<double>();
     if (!(x >= least) || x > std::numeric_limits<double>::max()) {
-      fail(field,
-           "must be a finite number of at least " + std::to_string(least) + ", but is " + model::json_excerpt(v));
+      char bound[32];
+      std::snprintf(bound, sizeof bound, "%g", least);
+      fail(field, "must be a finite number of at least " + std::string(bound) + ", but is " + model::json_excerpt(v));
     }
     return x;
   }
