@@ -22,6 +22,7 @@
 #include "train/layouts.h"
 #include "train/memory_check.h"
 #include "train/sample.h"
+#include "train/stop_signals.h"
 
 namespace optimus::train {
 
@@ -315,6 +316,7 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
   Progress progress(o, world);
   const core::MemoryLedger& ledger = *gpt.context().ledger;
   const auto run_start = std::chrono::steady_clock::now();
+  const StopSignals stop;  // from here on SIGTERM and SIGUSR1 stop the run at the next step's end
   for (int step = start; step < o.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     sample_batch(inputs.data(), targets.data(), train_data, B, T, o.seed, static_cast<uint64_t>(step));
@@ -364,10 +366,19 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
       std::snprintf(line, sizeof line, "{\"step\": %d, \"val_loss\": %.6f}", step + 1, val);
       metrics.write(line);
     }
-    if ((o.checkpoint_interval > 0 && (step + 1) % o.checkpoint_interval == 0) || last) {
+    const bool saves = (o.checkpoint_interval > 0 && (step + 1) % o.checkpoint_interval == 0) || last;
+    if (saves) {
       last_dir = save_step_checkpoint(o, gpt, opt, step + 1, world);
       std::snprintf(note, sizeof note, "step %5d/%d | checkpoint saved to %s", step + 1, o.steps, last_dir.c_str());
       progress.note(note);
+    }
+    if (const int signal = stop.agreed(world); signal != 0 && !last) {
+      // Asked to stop (pre-emption): this step's checkpoint, then a distinct exit.
+      if (!saves) last_dir = save_step_checkpoint(o, gpt, opt, step + 1, world);
+      progress.note(std::string("stopped by ") + StopSignals::name(signal) + " after step " + std::to_string(step + 1) +
+                    "; its checkpoint is " + last_dir + ", continue with --resume " + last_dir +
+                    " and the same flags (exit code " + std::to_string(kExitStopped) + ")");
+      return kExitStopped;
     }
   }
   if (o.sample_tokens > 0 && world.rank() == 0 && !last_dir.empty()) {

@@ -129,7 +129,8 @@ case_lost_host() {
       [[ -s $step/$f ]] || fail "$step has no $f"
     done
   done
-  last=$(ls -d "$tmp"/lost/step_* | sort | tail -1)
+  local steps=("$tmp"/lost/step_*)  # sorted: the names are zero-padded
+  last=${steps[-1]}
   step=$((10#${last##*_}))
   loss=$("$optimus" eval --checkpoint "$last" --data "$tmp/val.txt" --batch 4 --seq 16 --batches 2 | awk '{print $2}')
   logged=$(grep "\"step\": $step, \"val_loss\"" "$tmp/lost/metrics.jsonl" | grep -o '[0-9.]*}' | tr -d '}')

@@ -1,0 +1,33 @@
+// Pre-emption: a scheduler that wants its machines back sends SIGTERM (Slurm, at the end of a job's
+// time or with --signal) or SIGUSR1 (which mpirun forwards to every rank). The trainer does not stop
+// mid-step: the signal only raises a flag; at the end of each step the ranks agree whether any of
+// them was signalled, and if so they all save a step checkpoint and exit with kExitStopped, from
+// which --resume continues as if the run had never stopped.
+#pragma once
+
+#include "comm/world.h"
+
+namespace optimus::train {
+
+/// The exit code of a run stopped by a signal after saving its checkpoint (sysexits.h's
+/// EX_TEMPFAIL: "try again later", which is what a requeued job does).
+inline constexpr int kExitStopped = 75;
+
+/// While it lives, SIGTERM and SIGUSR1 set a flag instead of ending the process; the handlers that
+/// were there before come back when it is destroyed. One at a time per process.
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  /// Collective over the world: the signal any rank has received so far (the largest number when
+  /// several), or 0. Every rank gets the same answer.
+  int agreed(comm::World& world) const;
+
+  /// "SIGTERM", "SIGUSR1" (or "signal N").
+  static const char* name(int signal);
+};
+
+}  // namespace optimus::train
