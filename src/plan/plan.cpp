@@ -179,10 +179,17 @@ std::string to_text(const RankLedgers& r) {
   return out.str();
 }
 
-// Whether the training step at batch B stays within `bytes` on every rank of ranks_to_run: the
+// The ranks whose memory decides the largest batch: the first and the last. They hold the
+// first and the last vocabulary block (the last one shortened by padding) and, in 2D, the two
+// corners of the grid; every other rank's blocks are the same size as one of theirs.
+std::vector<int> memory_ranks(int P) {
+  return P == 1 ? std::vector<int>{0} : std::vector<int>{0, P - 1};
+}
+
+// Whether the training step at batch B stays within `bytes` on the ranks of memory_ranks: the
 // ledger's budget stops a step at the first allocation past it.
 bool step_fits(const PlanOptions& o, int B, int64_t bytes) {
-  for (int rank : ranks_to_run(o.ranks)) {
+  for (int rank : memory_ranks(o.ranks)) {
     core::MemoryLedger memory(static_cast<size_t>(bytes));
     core::OpLedger ops;
     comm::CommLedger comm;
@@ -195,10 +202,10 @@ bool step_fits(const PlanOptions& o, int B, int64_t bytes) {
   return true;
 }
 
-// The step's peak on the busiest rank of ranks_to_run at batch B.
+// The step's peak on the busier of memory_ranks at batch B.
 double peak_bytes(const PlanOptions& o, int B) {
   size_t peak = 0;
-  for (int rank : ranks_to_run(o.ranks)) {
+  for (int rank : memory_ranks(o.ranks)) {
     core::MemoryLedger memory;
     core::OpLedger ops;
     comm::CommLedger comm;

@@ -26,8 +26,9 @@ struct PlanOptions {
   bool overlap = false;           // 2D: SUMMA's communication overlapped with its products (time model)
 };
 
-/// The largest B (up to `limit`) whose training step's peak memory fits `bytes` on every rank of
-/// ranks_to_run; 0 if not even B = 1 does (2D: a multiple of q, the rows that split the batch).
+/// The largest B (up to `limit`) whose training step's peak memory fits `bytes` on the first and
+/// the last rank (whose blocks are the largest and the smallest of every kind); 0 if not even the
+/// smallest batch does (2D: B is a multiple of q, the rows that split the batch).
 int largest_batch(const PlanOptions& options, int64_t bytes, int limit);
 
 /// The ranks a plan runs: every rank when P <= 16, else the first and the last.
