@@ -98,7 +98,9 @@ TrainState load_train_state(const std::string& dir, const model::ParamSet& param
   std::error_code ec;
   if (std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::not_found) {
     throw core::ConfigError("the checkpoint " + dir + " has no " + kStateFile +
-                            ", so it cannot be resumed (it holds weights only); start a new run from it instead");
+                            ", so it cannot be resumed (it holds weights only); start a new run from its weights with "
+                            "--init-from " +
+                            dir);
   }
   model::SafeTensorFile f = model::read_safetensors(path);
   constexpr int64_t kIntMax = std::numeric_limits<int>::max();

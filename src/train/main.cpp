@@ -96,6 +96,10 @@ int main(int argc, char** argv) {
     train_cmd->add_option("--val", t.val, "validation text file (default: the last 10% of --data)");
     train_cmd->add_option("--out", t.out, "folder for checkpoints and metrics.jsonl")->capture_default_str();
     train_cmd->add_option("--resume", t.resume, "checkpoint folder to continue from");
+    train_cmd->add_option("--init-from", t.init_from,
+                          "checkpoint folder (ours or saved by transformers) whose weights start a new run: step 0, "
+                          "fresh optimizer; the model is read from it (model flags may be omitted, or must match; "
+                          "--seq may be shorter than its n_positions)");
     train_cmd->add_flag("--overwrite", t.overwrite,
                         "start afresh in an --out that holds an earlier run, removing its checkpoints and metrics");
     add_model_flags(train_cmd, t.model);
@@ -231,6 +235,15 @@ int main(int argc, char** argv) {
       if (!t_config.empty()) train::apply_json_config(*train_cmd, t_config);
       if (t.data.empty())
         throw core::ConfigError("--data is required (on the command line or in --config); see --help");
+      if (!t.init_from.empty()) {
+        std::vector<std::string> given;
+        for (const char* flag : {"--layers", "--embd", "--heads", "--seq", "--dropout"}) {
+          if (train_cmd->get_option(flag)->count() > 0) given.emplace_back(flag);
+        }
+        model::GPTConfig saved;
+        world.agree_on([&] { saved = train::load_checkpoint_config(t.init_from); });
+        train::adopt_checkpoint_model(t, saved, given);
+      }
       return train::train(t, world);
     }
     if (*eval_cmd) return cmd_eval(world, e_ckpt, e_data, e_batch, e_seq, e_batches, e_layout, e_device);

@@ -41,7 +41,7 @@ std::string continuation_flags(const TrainOptions& o) {
     char buf[32];
     return std::string(buf, std::to_chars(buf, buf + sizeof buf, x).ptr);
   };
-  return "batch=" + std::to_string(o.batch) + " seq=" + std::to_string(o.model.n_positions) +
+  return "batch=" + std::to_string(o.batch) + " seq=" + std::to_string(sequence_length(o)) +
          " steps=" + std::to_string(o.steps) + " warmup=" + std::to_string(o.warmup) + " lr=" + f(o.lr) +
          " min-lr=" + f(o.min_lr) + " weight-decay=" + f(o.adamw.weight_decay) + " beta1=" + f(o.adamw.beta1) +
          " beta2=" + f(o.adamw.beta2) + " grad-clip=" + f(o.grad_clip) + " dropout=" + f(o.model.dropout);
@@ -108,8 +108,8 @@ std::string save_step_checkpoint(const TrainOptions& o, const Model& gpt, const 
 }
 
 // Appends one JSON object per line to the run's metrics file (read by the notebooks). The file is
-// opened at the first line, after the first step succeeded: a fresh run then starts it anew, a
-// resumed run appends. An empty path (the ranks other than 0) writes nothing.
+// opened at the first line (after the first step, or the starting validation of an --init-from
+// run): a fresh run then starts it anew, a resumed run appends. An empty path (the ranks other than 0) writes nothing.
 class MetricsFile {
  public:
   MetricsFile(std::string path, bool append) : path_(std::move(path)), append_(append) {}
@@ -285,7 +285,9 @@ int resume_from(const TrainOptions& o, Model& gpt, AdamW& opt) {
     throw core::ConfigError("the checkpoint " + o.resume + " says it is at step " + std::to_string(state.step) +
                             ", but a run of --steps " + std::to_string(o.steps) + " resumes from a step in [0, " +
                             std::to_string(o.steps) +
-                            "); resume from an earlier checkpoint, or start a new run from this one's weights");
+                            "); resume from an earlier checkpoint, or start a new run from this one's weights "
+                            "with --init-from " +
+                            o.resume);
   }
   return state.step;
 }
@@ -294,12 +296,15 @@ int resume_from(const TrainOptions& o, Model& gpt, AdamW& opt) {
 template <typename Model>
 int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const TokenFile& train_data,
                  const TokenFile& val_data, int eval_batches) {
-  const int B = o.batch, T = o.model.n_positions;
+  const int B = o.batch, T = sequence_length(o);
   AdamW opt(gpt.params(), gpt.context(), o.adamw);
   int start = 0;
   if (!o.resume.empty()) {
     world.agree_on([&] { start = resume_from(o, gpt, opt); });
     world.print0("resumed from %s at step %d\n", o.resume.c_str(), start);
+  } else if (!o.init_from.empty()) {
+    world.agree_on([&] { load_weights(o.init_from, o.model, gpt.params()); });
+    world.print0("starting from the weights of %s (a new run: step 0, fresh optimizer)\n", o.init_from.c_str());
   }
   OutFolderLock lock;
   claim_out_folder(o, world, lock);
@@ -315,6 +320,15 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
   std::string last_dir;
   Progress progress(o, world);
   const core::MemoryLedger& ledger = *gpt.context().ledger;
+  if (start == 0 && !o.init_from.empty()) {
+    // The loss of the weights the run starts from, on the validation windows optimus eval reads.
+    const double val = evaluate(gpt, val_data, B, T, eval_batches);
+    char note[128];
+    std::snprintf(note, sizeof note, "step     0/%d | validation loss %.4f", o.steps, val);
+    progress.note(note);
+    std::snprintf(line, sizeof line, "{\"step\": 0, \"val_loss\": %.9g}", val);
+    metrics.write(line);
+  }
   const auto run_start = std::chrono::steady_clock::now();
   const StopSignals stop;  // from here on SIGTERM and SIGUSR1 stop the run at the next step's end
   for (int step = start; step < o.steps; ++step) {
@@ -395,8 +409,38 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
 
 }  // namespace
 
+void adopt_checkpoint_model(TrainOptions& o, const model::GPTConfig& saved, const std::vector<std::string>& given) {
+  auto was_given = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
+  auto require_same = [&](const char* flag, int value, const char* key, int saved_value) {
+    if (!was_given(flag) || value == saved_value) return;
+    throw core::ConfigError(std::string(flag) + " " + std::to_string(value) + " does not match " + key + " " +
+                            std::to_string(saved_value) + " of --init-from " + o.init_from + "; give " +
+                            std::to_string(saved_value) + " or omit it (the model is read from the checkpoint)");
+  };
+  require_same("--layers", o.model.n_layer, "n_layer", saved.n_layer);
+  require_same("--embd", o.model.n_embd, "n_embd", saved.n_embd);
+  require_same("--heads", o.model.n_head, "n_head", saved.n_head);
+  if (was_given("--seq") && o.model.n_positions <= 0) {
+    throw core::ConfigError("the sequence length (--seq) must be positive, but is " +
+                            std::to_string(o.model.n_positions));
+  }
+  if (was_given("--seq") && o.model.n_positions > saved.n_positions) {
+    throw core::ConfigError("--seq " + std::to_string(o.model.n_positions) + " exceeds n_positions " +
+                            std::to_string(saved.n_positions) + " of --init-from " + o.init_from + "; use --seq " +
+                            std::to_string(saved.n_positions) + " or less");
+  }
+  if (saved.vocab_size < kByteVocab) {
+    throw core::ConfigError("--init-from " + o.init_from + " has a vocabulary of " + std::to_string(saved.vocab_size) +
+                            " tokens, fewer than the 256 byte values of the training text; use another checkpoint");
+  }
+  o.seq = was_given("--seq") ? o.model.n_positions : saved.n_positions;
+  const float dropout = o.model.dropout;
+  o.model = saved;
+  if (was_given("--dropout")) o.model.dropout = dropout;
+}
+
 int train(const TrainOptions& o, comm::World& world) {
-  const int B = o.batch, T = o.model.n_positions;
+  const int B = o.batch, T = sequence_length(o);
   require_world_fits(o.layout, world);
   if (B <= 0) throw core::ConfigError("the batch size (--batch) must be positive, but is " + std::to_string(B));
   if (o.steps <= 0)
@@ -411,7 +455,9 @@ int train(const TrainOptions& o, comm::World& world) {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
   }
   if (o.device.device == "cpu") {
-    require_memory(world, step_bytes_lower_bound(o.model, B, world.size(), ModelUse::train),
+    model::GPTConfig at_T = o.model;  // the activations are those of T, the positions table is small
+    at_T.n_positions = T;
+    require_memory(world, step_bytes_lower_bound(at_T, B, world.size(), ModelUse::train),
                    "training this model at --batch " + std::to_string(B),
                    "use a smaller --batch, --seq, --layers or --embd, or more processes");
   }

@@ -22,8 +22,10 @@ struct TrainOptions {
   std::string val;                  // validation text; empty: the last 10% of data
   std::string out = "runs/latest";  // checkpoint and metrics folder
   std::string resume;               // checkpoint folder to continue from
+  std::string init_from;            // checkpoint whose weights (and model) start a new run
   bool overwrite = false;           // an --out holding an earlier run: replace its checkpoints and metrics
-  model::GPTConfig model;           // n_positions doubles as the training sequence length T
+  model::GPTConfig model;           // n_positions is also the training sequence length T, unless seq is set
+  int seq = 0;                      // T when shorter than the model's n_positions (--init-from); 0: n_positions
   int batch = 8;                    // B
   int steps = 200;                  // total optimizer steps
   int warmup = 20;
@@ -44,6 +46,15 @@ struct TrainOptions {
   bool save_gradients = false;           // each step checkpoint also holds the step's gradients (scripts/compare.sh)
   DeviceOptions device;                  // --device, --device-comm (train/device.h)
 };
+
+/// The training sequence length T: `seq` when set, else the model's n_positions.
+inline int sequence_length(const TrainOptions& o) { return o.seq > 0 ? o.seq : o.model.n_positions; }
+
+/// --init-from: the checkpoint's model (`saved`) becomes the run's. Of the model flags, those named
+/// in `given` were set by the user: --layers, --embd and --heads must equal the checkpoint's;
+/// --seq is the training T and may be shorter than its n_positions; --dropout, a training setting,
+/// replaces its dropout. A mismatch, or a vocabulary too small for byte tokens, is a ConfigError.
+void adopt_checkpoint_model(TrainOptions& o, const model::GPTConfig& saved, const std::vector<std::string>& given);
 
 /// Runs the training described by `o` and returns the process exit code. Rank 0 prints.
 int train(const TrainOptions& o, comm::World& world);

@@ -444,6 +444,22 @@ case_plan_hardware_field_missing() {
 case_plan_zero_threads() {
   refused "--threads must be 1 or more, but is 0" "$optimus" plan --model tiny --hardware local --threads 0
 }
+case_init_from_embd_differs() {
+  refused "--embd 64 does not match n_embd 32 of --init-from $good; give 32 or omit it" \
+    "$mpiexec" -np 2 "$optimus" train --layout 1d --init-from "$good" --embd 64 "${quiet[@]}" --steps 2 \
+    --data "$ws/text.txt" --out "$ws/new_run"
+}
+case_init_from_seq_too_long() {
+  refused "--seq 32 exceeds n_positions 16 of --init-from $good; use --seq 16 or less" \
+    "$optimus" train --init-from "$good" --seq 32 "${quiet[@]}" --steps 2 --data "$ws/text.txt" --out "$ws/new_run"
+}
+case_resume_weights_only() {
+  local ckpt
+  ckpt=$(copy_of_good weights_only)
+  rm "$ckpt/train_state.safetensors"
+  refused "it holds weights only); start a new run from its weights with --init-from $ckpt" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --data "$ws/text.txt" --resume "$ckpt" --out "$ws/new_run"
+}
 
 # ---- failures during a run -------------------------------------------------------------------------
 # Step 5's loss is NaN: training stops with one line; the checkpoints of steps 2 and 4 remain, byte

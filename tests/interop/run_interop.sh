@@ -3,7 +3,9 @@
 # load in GPT2LMHeadModel.from_pretrained and give optimus eval's loss, and a model saved by
 # transformers' save_pretrained gives transformers' loss in optimus eval, in serial and in 2D on 4
 # ranks; a model trained 20 steps in 2D on 4 ranks gives the same loss in optimus eval, the chapter 1
-# PyTorch reference and transformers. Each relative difference ≤ 1e-5. The model (L=2, C=64, NH=4,
+# PyTorch reference and transformers; a run in 2D on 4 ranks started --init-from a transformers model
+# with GPT-2's vocabulary logs, at step 0, transformers' loss, and lowers it. Each relative difference
+# ≤ 1e-5. The model (L=2, C=64, NH=4,
 # T=32, V=256) fits a 2×2 grid. transformers comes from .venv/ (scripts/setup_venv); without it the
 # test fails, it never skips.
 # Usage: run_interop.sh OPTIMUS MPIEXEC VENV_PYTHON
@@ -83,6 +85,29 @@ what="2d-trained checkpoint (20 steps, 4 ranks)"
 same "$what, optimus eval (2d, 4 ranks) vs optimus eval (serial)" "$loss_2d" "$optimus_loss"
 same "$what, PyTorch reference vs optimus eval (serial)" "$ref_loss" "$optimus_loss"
 same "$what, transformers vs optimus eval (serial)" "$hf_loss" "$optimus_loss"
+
+# 4. Fine-tuning: a new run in 2D on 4 ranks from a transformers model with GPT-2's vocabulary
+#    (50257, padded on the grid), --seq shorter than its n_positions. Its step-0 validation loss is
+#    transformers' on the same windows; after 8 steps transformers evaluates the run's checkpoint to
+#    the loss the run logged, and it is lower.
+"${hf[@]}" save --out "$tmp/gpt2" --layers 2 --embd 64 --heads 4 --positions 64 --vocab 50257 --seed 7 >/dev/null
+"$mpiexec" -np 4 "$optimus" train --layout 2d --init-from "$tmp/gpt2" --data "$tmp/text.txt" --val "$tmp/text.txt" \
+  --batch 4 --seq 32 --eval-batches 3 --steps 8 --warmup 2 --lr 3e-3 --log-interval 8 --out "$tmp/tuned" >/dev/null
+logged() {  # logged STEP: "loss X" for the val_loss the run wrote at STEP
+  /usr/bin/python3 -c "
+import json
+print('loss', *[r['val_loss'] for r in map(json.loads, open('$tmp/tuned/metrics.jsonl')) if r['step'] == $1 and 'val_loss' in r])"
+}
+start=$(logged 0) end=$(logged 8)
+what="--init-from a transformers GPT-2 (V=50257, 2d, 4 ranks)"
+same "$what, step-0 validation loss vs transformers" "$start" "$("${hf[@]}" eval --checkpoint "$tmp/gpt2" "${eval_args[@]}")"
+same "$what, step-8 validation loss vs transformers" "$end" \
+  "$("${hf[@]}" eval --checkpoint "$tmp/tuned/step_000008" "${eval_args[@]}")"
+if /usr/bin/python3 -c "import sys; sys.exit(0 if float('${end#loss }') < float('${start#loss }') else 1)"; then
+  echo "ok   $what: training lowered the validation loss from ${start#loss } to ${end#loss }"
+else
+  echo "FAIL $what: the validation loss went from ${start#loss } to ${end#loss }"; status=1
+fi
 
 ((status == 0)) && echo "PASS: every loss agrees within 1e-5" || echo "FAIL: a loss differs by more than 1e-5"
 exit $status
