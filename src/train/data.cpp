@@ -7,6 +7,10 @@
 #include <fstream>
 #include <iterator>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "core/errors.h"
 #include "core/philox.h"
 
@@ -22,6 +26,46 @@ std::string mib(uint64_t bytes) {
 
 }  // namespace
 
+namespace {
+
+// The regular file at `path`, mapped read-only; unmapped when the last TokenSpan using it goes.
+std::shared_ptr<const unsigned char> map_file(const std::string& path, size_t size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw ConfigError("cannot read the data file '" + path + "' (" + std::strerror(errno) + "); check its permissions");
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int map_errno = errno;
+  ::close(fd);  // the mapping keeps the file open
+  if (p == MAP_FAILED) {
+    throw ConfigError("cannot map the data file '" + path + "' into memory (" + std::strerror(map_errno) +
+                      "); check the file");
+  }
+  return std::shared_ptr<const unsigned char>(static_cast<const unsigned char*>(p),
+                                              [size](const unsigned char* q) { ::munmap(const_cast<unsigned char*>(q), size); });
+}
+
+// A pipe's bytes, read into memory up to max_bytes.
+std::shared_ptr<const unsigned char> read_pipe(const std::string& path, uint64_t max_bytes, size_t& size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw ConfigError("cannot read the data file '" + path + "' (" + std::strerror(errno) + "); check its permissions");
+  }
+  auto bytes = std::make_shared<std::vector<unsigned char>>();
+  std::vector<char> chunk(1 << 20);
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    bytes->insert(bytes->end(), chunk.begin(), chunk.begin() + in.gcount());
+    if (bytes->size() > max_bytes) {
+      throw ConfigError("the data read from '" + path + "' passed the " + mib(max_bytes) +
+                        " this machine's memory can hold for each process; use less data");
+    }
+  }
+  size = bytes->size();
+  return std::shared_ptr<const unsigned char>(bytes, bytes->data());  // shares ownership of the vector
+}
+
+}  // namespace
+
 TokenFile TokenFile::load(const std::string& path, int processes, uint64_t max_bytes) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -29,55 +73,43 @@ TokenFile TokenFile::load(const std::string& path, int processes, uint64_t max_b
   if (ec && status.type() != fs::file_type::not_found) {
     throw ConfigError("cannot read the data file '" + path + "' (" + ec.message() + "); check the path");
   }
+  std::shared_ptr<const unsigned char> storage;
+  size_t size = 0;
   switch (status.type()) {
     case fs::file_type::not_found:
       throw ConfigError("the data file '" + path + "' does not exist; check the path");
     case fs::file_type::directory:
       throw ConfigError("the data file '" + path + "' is a folder; give the path of a text file");
     case fs::file_type::regular:
-      if (fs::file_size(path, ec) > max_bytes) {
-        throw ConfigError("the data file '" + path + "' is larger than the " + mib(max_bytes) +
-                          " this machine's memory can hold for each process; use a smaller file");
-      }
+      size = static_cast<size_t>(fs::file_size(path, ec));
+      if (ec) throw ConfigError("cannot read the data file '" + path + "' (" + ec.message() + "); check the path");
+      if (size > 0) storage = map_file(path, size);
       break;
     case fs::file_type::fifo:  // a pipe, e.g. --data <(zcat corpus.gz)
       if (processes > 1) {
         throw ConfigError("the data file '" + path + "' is a pipe, which only one of the " + std::to_string(processes) +
                           " processes can read (every process reads the data); write it to a file first");
       }
+      storage = read_pipe(path, max_bytes, size);
       break;
     default:
       throw ConfigError("the data file '" + path + "' is not a regular file or a pipe (a device?); give a text file");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ConfigError("cannot read the data file '" + path + "' (" + std::strerror(errno) + "); check its permissions");
-  }
-  std::vector<char> bytes;
-  std::vector<char> chunk(1 << 20);
-  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + in.gcount());
-    if (bytes.size() > max_bytes) {
-      throw ConfigError("the data read from '" + path + "' passed the " + mib(max_bytes) +
-                        " this machine's memory can hold for each process; use less data");
-    }
-  }
-  if (bytes.empty()) throw ConfigError("the data file '" + path + "' is empty; give a text file with some text in it");
+  if (size == 0) throw ConfigError("the data file '" + path + "' is empty; give a text file with some text in it");
   TokenFile f;
   f.path = path;
-  f.tokens.reserve(bytes.size());
-  for (char c : bytes) f.tokens.push_back(static_cast<unsigned char>(c));
+  f.tokens = TokenSpan(std::move(storage), 0, size);
   return f;
 }
 
 TokenFile TokenFile::split_tail(double fraction) {
-  const size_t n_tail = static_cast<size_t>(static_cast<double>(tokens.size()) * fraction);
+  const size_t n = tokens.size(), n_tail = static_cast<size_t>(static_cast<double>(n) * fraction);
   const int percent = static_cast<int>(fraction * 100.0 + 0.5);
   TokenFile tail;
   tail.path = path;
-  tail.tokens.assign(tokens.end() - static_cast<std::ptrdiff_t>(n_tail), tokens.end());
+  tail.tokens = tokens.sub(n - n_tail, n_tail);
   tail.part = "last " + std::to_string(percent) + "%";
-  tokens.resize(tokens.size() - n_tail);
+  tokens = tokens.sub(0, n - n_tail);
   if (n_tail > 0) part = "first " + std::to_string(100 - percent) + "%";
   return tail;
 }
