@@ -13,6 +13,7 @@
 
 #include "core/errors.h"
 #include "core/philox.h"
+#include "text/token_file.h"
 
 namespace optimus::train {
 
@@ -41,8 +42,9 @@ std::shared_ptr<const unsigned char> map_file(const std::string& path, size_t si
     throw ConfigError("cannot map the data file '" + path + "' into memory (" + std::strerror(map_errno) +
                       "); check the file");
   }
-  return std::shared_ptr<const unsigned char>(static_cast<const unsigned char*>(p),
-                                              [size](const unsigned char* q) { ::munmap(const_cast<unsigned char*>(q), size); });
+  return std::shared_ptr<const unsigned char>(static_cast<const unsigned char*>(p), [size](const unsigned char* q) {
+    ::munmap(const_cast<unsigned char*>(q), size);
+  });
 }
 
 // A pipe's bytes, read into memory up to max_bytes.
@@ -98,15 +100,23 @@ TokenFile TokenFile::load(const std::string& path, int processes, uint64_t max_b
   if (size == 0) throw ConfigError("the data file '" + path + "' is empty; give a text file with some text in it");
   TokenFile f;
   f.path = path;
-  f.tokens = TokenSpan(std::move(storage), 0, size);
+  if (!text::is_token_file(storage.get(), size)) {
+    f.tokens = TokenSpan(std::move(storage), 0, size, 1);
+    return f;
+  }
+  const text::TokenFileHeader h = text::read_token_file_header(storage.get(), size, path);
+  if (h.tokens == 0) throw ConfigError("the token file '" + path + "' holds no tokens; give one with some text in it");
+  f.tokens = TokenSpan(std::move(storage), text::kTokenFileHeaderBytes, h.tokens, static_cast<int>(h.bytes_per_token));
+  f.vocab_size = static_cast<int>(h.vocab_size);
+  f.bytes_per_token = static_cast<double>(h.text_bytes) / static_cast<double>(h.tokens);
+  f.tokenized = true;
   return f;
 }
 
 TokenFile TokenFile::split_tail(double fraction) {
   const size_t n = tokens.size(), n_tail = static_cast<size_t>(static_cast<double>(n) * fraction);
   const int percent = static_cast<int>(fraction * 100.0 + 0.5);
-  TokenFile tail;
-  tail.path = path;
+  TokenFile tail = *this;
   tail.tokens = tokens.sub(n - n_tail, n_tail);
   tail.part = "last " + std::to_string(percent) + "%";
   tokens = tokens.sub(0, n - n_tail);
@@ -132,34 +142,44 @@ std::string decode(const std::vector<int>& tokens) {
   return s;
 }
 
+namespace {
+
+// Row `row` of a batch: the T tokens from `start` as inputs, the T after them as targets.
+void copy_window(int* inputs, int* targets, const TokenFile& data, size_t start, int T, int row) {
+  for (int t = 0; t <= T; ++t) {
+    const int id = data.tokens[start + static_cast<size_t>(t)];
+    if (id < 0 || id >= data.vocab_size) {
+      throw ConfigError(data.describe() + " holds the token " + std::to_string(id) + " at " +
+                        std::to_string(start + static_cast<size_t>(t)) + ", outside its vocabulary of " +
+                        std::to_string(data.vocab_size) + "; the file is damaged, tokenize the text again");
+    }
+    if (t < T) inputs[row * T + t] = id;
+    if (t > 0) targets[row * T + t - 1] = id;
+  }
+}
+
+}  // namespace
+
 void sample_batch(int* inputs, int* targets, const TokenFile& data, int B, int T, uint32_t seed, uint64_t step) {
   const uint64_t n_starts = data.tokens.size() - static_cast<uint64_t>(T);  // starts 0 .. n - T - 1
   for (int b = 0; b < B; ++b) {
     auto r = core::philox(core::data_key(seed), step * static_cast<uint64_t>(B) + static_cast<uint64_t>(b));
     const uint64_t draw = (static_cast<uint64_t>(r.v[1]) << 32) | r.v[0];
-    const size_t start = static_cast<size_t>(draw % n_starts);
-    for (int t = 0; t < T; ++t) {
-      inputs[b * T + t] = data.tokens[start + static_cast<size_t>(t)];
-      targets[b * T + t] = data.tokens[start + static_cast<size_t>(t) + 1];
-    }
+    copy_window(inputs, targets, data, static_cast<size_t>(draw % n_starts), T, b);
   }
 }
 
 void eval_batch(int* inputs, int* targets, const TokenFile& data, int B, int T, int k) {
   for (int b = 0; b < B; ++b) {
-    const size_t start = (static_cast<size_t>(k) * B + b) * static_cast<size_t>(T);
-    for (int t = 0; t < T; ++t) {
-      inputs[b * T + t] = data.tokens[start + static_cast<size_t>(t)];
-      targets[b * T + t] = data.tokens[start + static_cast<size_t>(t) + 1];
-    }
+    copy_window(inputs, targets, data, (static_cast<size_t>(k) * B + b) * static_cast<size_t>(T), T, b);
   }
 }
 
 void require_tokens_for_training(const TokenFile& data, int T) {
   if (data.tokens.size() < static_cast<size_t>(T) + 1) {
     throw ConfigError(data.describe() + " has " + std::to_string(data.tokens.size()) +
-                      " bytes, too short for one training window of " + std::to_string(T + 1) +
-                      "; use a longer file or a smaller --seq");
+                      (data.tokenized ? " tokens" : " bytes") + ", too short for one training window of " +
+                      std::to_string(T + 1) + "; use a longer file or a smaller --seq");
   }
 }
 
@@ -167,9 +187,10 @@ void require_tokens_for_eval(const TokenFile& data, int B, int T, int eval_batch
   const size_t need = static_cast<size_t>(eval_batches) * B * T + 1;
   if (data.tokens.size() < need) {
     const std::string batches = eval_batches == 1 ? "one batch" : std::to_string(eval_batches) + " batches";
-    throw ConfigError(data.describe() + " has " + std::to_string(data.tokens.size()) + " bytes, but evaluating " +
-                      batches + " of " + std::to_string(B) + "x" + std::to_string(T) + " tokens needs " +
-                      std::to_string(need) + "; use a longer file, a smaller --batch or --seq" +
+    throw ConfigError(data.describe() + " has " + std::to_string(data.tokens.size()) +
+                      (data.tokenized ? " tokens" : " bytes") + ", but evaluating " + batches + " of " +
+                      std::to_string(B) + "x" + std::to_string(T) + " tokens needs " + std::to_string(need) +
+                      "; use a longer file, a smaller --batch or --seq" +
                       (eval_batches == 1 ? "" : ", or fewer batches"));
   }
 }

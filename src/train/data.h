@@ -14,33 +14,46 @@ namespace optimus::train {
 /// The byte tokenizer: token = byte value, 0..255.
 inline constexpr int kByteVocab = 256;
 
-/// A run of byte tokens that a TokenFile shares: a memory-mapped file, or the bytes read from a
-/// pipe. Copies share the storage, which lives while any copy does.
+/// A run of tokens that a TokenFile shares: a memory-mapped file, or the bytes read from a pipe.
+/// Each token is 1 byte (text), or 2 or 4 little-endian bytes (a token file). Copies share the
+/// storage, which lives while any copy does.
 class TokenSpan {
  public:
   TokenSpan() = default;
-  TokenSpan(std::shared_ptr<const unsigned char> storage, size_t offset, size_t count)
-      : storage_(std::move(storage)), offset_(offset), count_(count) {}
+  TokenSpan(std::shared_ptr<const unsigned char> storage, size_t offset, size_t count, int width)
+      : storage_(std::move(storage)), offset_(offset), count_(count), width_(width) {}
   size_t size() const { return count_; }
-  int operator[](size_t i) const { return storage_.get()[offset_ + i]; }
+  int operator[](size_t i) const {
+    const unsigned char* p = storage_.get() + offset_ + i * static_cast<size_t>(width_);
+    if (width_ == 1) return p[0];
+    if (width_ == 2) return p[0] | p[1] << 8;
+    return static_cast<int>(p[0] | p[1] << 8 | p[2] << 16 | static_cast<uint32_t>(p[3]) << 24);
+  }
   /// Tokens [from, from + count) of this span, sharing its storage.
-  TokenSpan sub(size_t from, size_t count) const { return TokenSpan(storage_, offset_ + from, count); }
+  TokenSpan sub(size_t from, size_t count) const {
+    return TokenSpan(storage_, offset_ + from * static_cast<size_t>(width_), count, width_);
+  }
 
  private:
   std::shared_ptr<const unsigned char> storage_;
-  size_t offset_ = 0, count_ = 0;
+  size_t offset_ = 0, count_ = 0;  // offset in bytes, count in tokens
+  int width_ = 1;
 };
 
 struct TokenFile {
   std::string path;
   TokenSpan tokens;
-  std::string part;  // which part of the file `tokens` holds: "" (all of it), or "first 90%" after a split
+  std::string part;              // which part of the file `tokens` holds: "" (all of it), or "first 90%" after a split
+  int vocab_size = kByteVocab;   // every token is below it: 256 for text, the tokenizer's for a token file
+  double bytes_per_token = 1.0;  // of the text the tokens encode (bits per byte = loss / ln 2 / this)
+  bool tokenized = false;        // a token file (its sizes are counted in tokens, a text file's in bytes)
 
-  /// A file's bytes as tokens. A regular file is memory-mapped read-only, so the memory a process
-  /// uses does not grow with the corpus: only the pages its windows touch are read, and the kernel
-  /// may drop them again. A pipe (one process only: every rank reads the data, and a pipe can be
-  /// read once) is read into memory, up to `max_bytes`. A missing, unreadable or empty file, a
-  /// folder or a device is a ConfigError.
+  /// A text file's bytes, or a token file's ids (`optimus tokenize`, text/token_file.h; told apart
+  /// by its magic). A regular file is memory-mapped read-only, so the memory a process uses does
+  /// not grow with the corpus: only the pages its windows touch are read, and the kernel may drop
+  /// them again. A pipe (one process only: every rank reads the data, and a pipe can be read once)
+  /// is read into memory, up to `max_bytes`. A missing, unreadable or empty file, a folder, a device
+  /// or a damaged token file is a ConfigError.
   static TokenFile load(const std::string& path, int processes, uint64_t max_bytes);
   /// The last `fraction` of the tokens as a second file (a validation split), the rest kept; both
   /// share the mapping.
@@ -55,7 +68,8 @@ std::string decode(const std::vector<int>& tokens);
 
 /// Training batch `step`: row b is the window starting at a position drawn from Philox
 /// (data_key(seed), counter step*B + b), uniform over [0, n - T - 1]; targets are inputs shifted
-/// by one. inputs and targets are (B, T). The file must hold at least T + 1 tokens.
+/// by one. inputs and targets are (B, T). The file must hold at least T + 1 tokens; a token at or
+/// past the file's vocabulary (a damaged token file) is a ConfigError.
 void sample_batch(int* inputs, int* targets, const TokenFile& data, int B, int T, uint32_t seed, uint64_t step);
 
 /// Evaluation batch k: row b takes tokens [(kB+b)T, (kB+b+1)T) and the targets one further.

@@ -1,4 +1,5 @@
-// The `optimus` command: train, eval, init, sample, bench and plan (chapter 1; plan: chapter 4).
+// The `optimus` command: train, eval, init, sample, tokenize, bench and plan (chapter 1; plan:
+// chapter 4).
 // Every subcommand has --help. Bad input is one sentence on rank 0 and a non-zero exit
 // (comm::run_main turns a ConfigError into World::fail).
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 #include "core/errors.h"
 #include "plan/plan.h"
 #include "serial/gpt.h"
+#include "text/tokenize.h"
 #include "train/bench.h"
 #include "train/checkpointing.h"
 #include "train/data.h"
@@ -92,8 +94,10 @@ int main(int argc, char** argv) {
     train::TrainOptions t;
     auto* train_cmd = app.add_subcommand("train", "train a GPT on a text file");
     train_cmd->add_option("--layout", t.layout, "serial, 1d or 2d")->capture_default_str();
-    train_cmd->add_option("--data", t.data, "training text file (its bytes are the tokens); required");
-    train_cmd->add_option("--val", t.val, "validation text file (default: the last 10% of --data)");
+    train_cmd->add_option("--data", t.data,
+                          "training text file (its bytes are the tokens), token file, or a folder written by optimus "
+                          "tokenize (its train.tok, val.tok and tokenizer); required");
+    train_cmd->add_option("--val", t.val, "validation text or token file (default: the last 10% of --data)");
     train_cmd->add_option("--out", t.out, "folder for checkpoints and metrics.jsonl")->capture_default_str();
     train_cmd->add_option("--resume", t.resume, "checkpoint folder to continue from");
     train_cmd->add_option("--init-from", t.init_from,
@@ -169,11 +173,22 @@ int main(int argc, char** argv) {
     auto* sample_cmd = app.add_subcommand("sample", "generate text from a checkpoint");
     sample_cmd->add_option("--checkpoint", s_ckpt, "checkpoint folder")->required();
     sample_cmd->add_option("--prompt", s_prompt, "text to continue")->capture_default_str();
-    sample_cmd->add_option("--tokens", s_opt.tokens, "bytes to generate")->capture_default_str();
+    sample_cmd->add_option("--tokens", s_opt.tokens, "tokens to generate (bytes, or the checkpoint's tokenizer's)")
+        ->capture_default_str();
     sample_cmd->add_option("--temperature", s_opt.temperature, "softmax temperature (> 0)")->capture_default_str();
     sample_cmd->add_option("--top-k", s_opt.top_k, "sample among the k most likely bytes (0: all)")
         ->capture_default_str();
     sample_cmd->add_option("--seed", s_opt.seed, "sampling seed")->capture_default_str();
+
+    // tokenize
+    text::TokenizeOptions k_opt;
+    auto* tokenize_cmd = app.add_subcommand(
+        "tokenize", "encode text files with a GPT-2 BPE tokenizer into token files for train and eval");
+    tokenize_cmd->add_option("--tokenizer", k_opt.tokenizer, "folder with vocab.json and merges.txt")->required();
+    tokenize_cmd->add_option("--input", k_opt.inputs, "text files, one or more")->required();
+    tokenize_cmd->add_option("--out", k_opt.out, "folder for train.tok, val.tok and the tokenizer's files")->required();
+    tokenize_cmd->add_option("--val-fraction", k_opt.val_fraction, "the last fraction of the tokens for val.tok")
+        ->capture_default_str();
 
     // bench
     train::BenchOptions b_opt;
@@ -225,7 +240,8 @@ int main(int argc, char** argv) {
       const std::string unknown = unknown_subcommand(app, argc, argv);
       if (!unknown.empty()) {
         throw core::ConfigError("'" + unknown.substr(0, 40) +
-                                "' is not a subcommand of optimus; choose train, eval, init, sample, bench or plan");
+                                "' is not a subcommand of optimus; choose train, eval, init, sample, tokenize, bench "
+                                "or plan");
       }
       const std::string what = e.what();
       throw core::ConfigError((what.size() > 200 ? what.substr(0, 200) + "..." : what) + "; see --help");
@@ -266,6 +282,11 @@ int main(int argc, char** argv) {
                    i_out.c_str());
       return 0;
     }
+    if (*tokenize_cmd) {
+      if (world.size() > 1) throw core::ConfigError("optimus tokenize runs as one process; run it without mpirun");
+      world.print0("%s\n", text::tokenize_corpus(k_opt).c_str());
+      return 0;
+    }
     if (*bench_cmd) {
       train::require_bench_options(b_opt);
       const std::string line =
@@ -294,7 +315,8 @@ int main(int argc, char** argv) {
       model::GPTConfig config = checkpoint_model(world, s_ckpt, 1, 1);
       serial::GPT gpt(config, core::cpu_context(), 0);
       train::load_weights(s_ckpt, config, gpt.params());
-      world.print0("%s%s\n", s_prompt.c_str(), train::sample_text(gpt, s_prompt, s_opt).c_str());
+      const auto tokenizer = train::tokenizer_in(s_ckpt);  // the checkpoint's own, else bytes
+      world.print0("%s%s\n", s_prompt.c_str(), train::sample_text(gpt, s_prompt, s_opt, tokenizer.get()).c_str());
       return 0;
     }
     return 1;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 #include <vector>
 
@@ -31,10 +32,11 @@ static int pick_token(const float* logits, int V, const SampleOptions& o, uint64
   return ids[static_cast<size_t>(k - 1)];
 }
 
-std::string sample_text(serial::GPT& gpt, const std::string& prompt, const SampleOptions& options) {
+std::string sample_text(serial::GPT& gpt, const std::string& prompt, const SampleOptions& options,
+                        const text::Tokenizer* tokenizer) {
   const int T = gpt.config().n_positions, V = gpt.config().vocab_size;
-  std::vector<int> context = encode(prompt);
-  if (context.empty()) context.push_back('\n');
+  std::vector<int> context = tokenizer ? tokenizer->encode(prompt) : encode(prompt);
+  if (context.empty()) context = tokenizer ? tokenizer->encode("\n") : encode("\n");
   std::vector<int> window(static_cast<size_t>(T)), dummy_targets(static_cast<size_t>(T), 0), generated;
   for (int n = 0; n < options.tokens; ++n) {
     const int len = std::min(static_cast<int>(context.size()), T);
@@ -46,7 +48,15 @@ std::string sample_text(serial::GPT& gpt, const std::string& prompt, const Sampl
     context.push_back(next);
     generated.push_back(next);
   }
-  return decode(generated);
+  return tokenizer ? tokenizer->decode(generated) : decode(generated);
+}
+
+std::unique_ptr<text::Tokenizer> tokenizer_in(const std::string& dir) {
+  for (const char* file : text::Tokenizer::kFiles) {
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::path(dir) / file, ec)) return nullptr;
+  }
+  return std::make_unique<text::Tokenizer>(text::Tokenizer::load(dir));
 }
 
 }  // namespace optimus::train

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "serial/gpt.h"
+#include "text/bpe.h"
 
 namespace optimus::train {
 
@@ -16,9 +18,14 @@ struct SampleOptions {
   uint32_t seed = 1;
 };
 
-/// Continues `prompt` by `options.tokens` bytes and returns the continuation (without the prompt).
-/// The context is the last n_positions tokens; causal attention lets one fixed-size window serve
-/// every length (positions after the last real token do not affect it).
-std::string sample_text(serial::GPT& gpt, const std::string& prompt, const SampleOptions& options);
+/// Continues `prompt` by `options.tokens` tokens and returns the continuation (without the prompt),
+/// encoded and decoded by `tokenizer`, or as bytes when it is null. The context is the last
+/// n_positions tokens; causal attention lets one fixed-size window serve every length (positions
+/// after the last real token do not affect it).
+std::string sample_text(serial::GPT& gpt, const std::string& prompt, const SampleOptions& options,
+                        const text::Tokenizer* tokenizer = nullptr);
+
+/// The tokenizer whose files (vocab.json, merges.txt) are in `dir`, or null when it has none.
+std::unique_ptr<text::Tokenizer> tokenizer_in(const std::string& dir);
 
 }  // namespace optimus::train

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/errors.h"
+#include "text/bpe.h"
 #include "train/checkpointing.h"
 #include "train/layouts.h"
 #include "train/memory_check.h"
@@ -95,6 +96,11 @@ std::string save_step_checkpoint(const TrainOptions& o, const Model& gpt, const 
     save_checkpoint(tmp_dir.string(), o.model, gpt.params(), gpt.spec_of(), world, &opt,
                     TrainState{step, o.seed, o.layout, continuation_flags(o)});
     if (o.save_gradients) save_gradients(tmp_dir.string(), gpt.params(), gpt.spec_of(), world);
+    if (!o.tokenizer.empty() && world.rank() == 0) {  // transformers' AutoTokenizer loads the folder as it is
+      for (const char* file : text::Tokenizer::kFiles) {
+        fs::copy_file(fs::path(o.tokenizer) / file, tmp_dir / file, fs::copy_options::overwrite_existing);
+      }
+    }
   } catch (...) {
     std::error_code ignored;
     if (world.rank() == 0) fs::remove_all(tmp_dir, ignored);
@@ -292,6 +298,31 @@ int resume_from(const TrainOptions& o, Model& gpt, AdamW& opt) {
   return state.step;
 }
 
+// Bits per byte: the loss in bits per token over the bytes of text a token stands for, comparable
+// across tokenizations (for bytes it is the loss in bits).
+double bits_per_byte(double loss, const TokenFile& data) {
+  return loss / std::log(2.0) / data.bytes_per_token;
+}
+
+// The validation line of the log (bits per byte too for a token file; for text it is loss / ln 2),
+// and of metrics.jsonl (the loss to 9 digits, enough to compare with another program's to 1e-8).
+std::string validation_note(int step, int steps, double loss, const TokenFile& data) {
+  char note[160];
+  std::snprintf(note, sizeof note, "step %5d/%d | validation loss %.4f", step, steps, loss);
+  std::string line = note;
+  if (data.tokenized) {
+    std::snprintf(note, sizeof note, " | %.4f bits per byte", bits_per_byte(loss, data));
+    line += note;
+  }
+  return line;
+}
+std::string validation_metrics(int step, double loss, const TokenFile& data) {
+  char line[160];
+  std::snprintf(line, sizeof line, "{\"step\": %d, \"val_loss\": %.9g, \"val_bpb\": %.6f}", step, loss,
+                bits_per_byte(loss, data));
+  return line;
+}
+
 // The loop itself, for the model of any layout.
 template <typename Model>
 int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const TokenFile& train_data,
@@ -323,11 +354,8 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
   if (start == 0 && !o.init_from.empty()) {
     // The loss of the weights the run starts from, on the validation windows optimus eval reads.
     const double val = evaluate(gpt, val_data, B, T, eval_batches);
-    char note[128];
-    std::snprintf(note, sizeof note, "step     0/%d | validation loss %.4f", o.steps, val);
-    progress.note(note);
-    std::snprintf(line, sizeof line, "{\"step\": 0, \"val_loss\": %.9g}", val);
-    metrics.write(line);
+    progress.note(validation_note(0, o.steps, val, val_data));
+    metrics.write(validation_metrics(0, val, val_data));
   }
   const auto run_start = std::chrono::steady_clock::now();
   const StopSignals stop;  // from here on SIGTERM and SIGUSR1 stop the run at the next step's end
@@ -375,10 +403,8 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
     char note[256];
     if ((o.eval_interval > 0 && (step + 1) % o.eval_interval == 0) || last) {
       const double val = evaluate(gpt, val_data, B, T, eval_batches);
-      std::snprintf(note, sizeof note, "step %5d/%d | validation loss %.4f", step + 1, o.steps, val);
-      progress.note(note);
-      std::snprintf(line, sizeof line, "{\"step\": %d, \"val_loss\": %.6f}", step + 1, val);
-      metrics.write(line);
+      progress.note(validation_note(step + 1, o.steps, val, val_data));
+      metrics.write(validation_metrics(step + 1, val, val_data));
     }
     const bool saves = (o.checkpoint_interval > 0 && (step + 1) % o.checkpoint_interval == 0) || last;
     if (saves) {
@@ -402,9 +428,39 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
     SampleOptions so;
     so.tokens = o.sample_tokens;
     so.seed = o.seed;
-    world.print0("sample:\n%s\n", sample_text(sampler, "\n", so).c_str());
+    const auto tokenizer = tokenizer_in(last_dir);
+    world.print0("sample:\n%s\n", sample_text(sampler, "\n", so, tokenizer.get()).c_str());
   }
   return 0;
+}
+
+// --data naming a folder written by optimus tokenize: its train.tok is the data, its val.tok the
+// validation (unless --val is given), and its tokenizer goes into every checkpoint.
+void resolve_data_folder(TrainOptions& o) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = o.data;
+  if (!fs::is_directory(dir, ec) || !fs::exists(dir / "train.tok", ec)) return;
+  o.data = (dir / "train.tok").string();
+  if (o.val.empty() && fs::exists(dir / "val.tok", ec)) o.val = (dir / "val.tok").string();
+  if (tokenizer_in(dir.string())) o.tokenizer = dir.string();
+}
+
+// A token file decides the vocabulary of a new model; a model that exists already (--init-from)
+// must hold every token of the data. Text and token files are not mixed.
+void adopt_data_vocabulary(TrainOptions& o, const TokenFile& train_data, const TokenFile& val_data) {
+  if (train_data.tokenized != val_data.tokenized) {
+    throw core::ConfigError("--data is " + std::string(train_data.tokenized ? "a token file" : "text") +
+                            " but --val is " + (val_data.tokenized ? "a token file" : "text") +
+                            "; give both from the same tokenizer");
+  }
+  const int data_vocab = std::max(train_data.vocab_size, val_data.vocab_size);
+  if (o.init_from.empty()) o.model.vocab_size = data_vocab;
+  if (o.model.vocab_size < data_vocab) {
+    throw core::ConfigError("the data's tokens reach " + std::to_string(data_vocab - 1) + ", past the vocabulary of " +
+                            std::to_string(o.model.vocab_size) + " of --init-from " + o.init_from +
+                            "; tokenize the data for this model or use another checkpoint");
+  }
 }
 
 }  // namespace
@@ -429,17 +485,13 @@ void adopt_checkpoint_model(TrainOptions& o, const model::GPTConfig& saved, cons
                             std::to_string(saved.n_positions) + " of --init-from " + o.init_from + "; use --seq " +
                             std::to_string(saved.n_positions) + " or less");
   }
-  if (saved.vocab_size < kByteVocab) {
-    throw core::ConfigError("--init-from " + o.init_from + " has a vocabulary of " + std::to_string(saved.vocab_size) +
-                            " tokens, fewer than the 256 byte values of the training text; use another checkpoint");
-  }
   o.seq = was_given("--seq") ? o.model.n_positions : saved.n_positions;
   const float dropout = o.model.dropout;
   o.model = saved;
   if (was_given("--dropout")) o.model.dropout = dropout;
 }
 
-int train(const TrainOptions& o, comm::World& world) {
+int train(TrainOptions o, comm::World& world) {
   const int B = o.batch, T = sequence_length(o);
   require_world_fits(o.layout, world);
   if (B <= 0) throw core::ConfigError("the batch size (--batch) must be positive, but is " + std::to_string(B));
@@ -454,6 +506,17 @@ int train(const TrainOptions& o, comm::World& world) {
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
   }
+
+  // Every rank reads the data itself: one that cannot (a file missing on its node) fails them all.
+  resolve_data_folder(o);
+  TokenFile train_data, val_data;
+  const uint64_t max_bytes = data_bytes_per_process(world);
+  int eval_batches = 0;
+  world.agree_on([&] {
+    train_data = TokenFile::load(o.data, world.size(), max_bytes);
+    val_data = o.val.empty() ? train_data.split_tail(0.1) : TokenFile::load(o.val, world.size(), max_bytes);
+  });
+  adopt_data_vocabulary(o, train_data, val_data);  // a token file's vocabulary decides the model's size
   if (o.device.device == "cpu") {
     model::GPTConfig at_T = o.model;  // the activations are those of T, the positions table is small
     at_T.n_positions = T;
@@ -461,14 +524,7 @@ int train(const TrainOptions& o, comm::World& world) {
                    "training this model at --batch " + std::to_string(B),
                    "use a smaller --batch, --seq, --layers or --embd, or more processes");
   }
-
-  // Every rank reads the data itself: one that cannot (a file missing on its node) fails them all.
-  TokenFile train_data, val_data;
-  const uint64_t max_bytes = data_bytes_per_process(world);
-  int eval_batches = 0;
   world.agree_on([&] {
-    train_data = TokenFile::load(o.data, world.size(), max_bytes);
-    val_data = o.val.empty() ? train_data.split_tail(0.1) : TokenFile::load(o.val, world.size(), max_bytes);
     require_tokens_for_training(train_data, T);
     const size_t windows = (val_data.tokens.size() - 1) / (static_cast<size_t>(B) * T);
     eval_batches = static_cast<int>(std::clamp<size_t>(windows, 1, static_cast<size_t>(o.eval_batches)));

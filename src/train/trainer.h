@@ -18,8 +18,9 @@ namespace optimus::train {
 
 struct TrainOptions {
   std::string layout = "serial";    // serial, 1d or 2d
-  std::string data;                 // training text (bytes are tokens)
-  std::string val;                  // validation text; empty: the last 10% of data
+  std::string data;                 // training text (bytes are tokens), a token file, or a folder of them
+  std::string val;                  // validation text or token file; empty: the last 10% of data
+  std::string tokenizer;            // set from a --data folder: its tokenizer, copied into every checkpoint
   std::string out = "runs/latest";  // checkpoint and metrics folder
   std::string resume;               // checkpoint folder to continue from
   std::string init_from;            // checkpoint whose weights (and model) start a new run
@@ -48,7 +49,9 @@ struct TrainOptions {
 };
 
 /// The training sequence length T: `seq` when set, else the model's n_positions.
-inline int sequence_length(const TrainOptions& o) { return o.seq > 0 ? o.seq : o.model.n_positions; }
+inline int sequence_length(const TrainOptions& o) {
+  return o.seq > 0 ? o.seq : o.model.n_positions;
+}
 
 /// --init-from: the checkpoint's model (`saved`) becomes the run's. Of the model flags, those named
 /// in `given` were set by the user: --layers, --embd and --heads must equal the checkpoint's;
@@ -57,7 +60,7 @@ inline int sequence_length(const TrainOptions& o) { return o.seq > 0 ? o.seq : o
 void adopt_checkpoint_model(TrainOptions& o, const model::GPTConfig& saved, const std::vector<std::string>& given);
 
 /// Runs the training described by `o` and returns the process exit code. Rank 0 prints.
-int train(const TrainOptions& o, comm::World& world);
+int train(TrainOptions o, comm::World& world);
 
 /// The folder of the checkpoint after `step` steps: `out/step_000123`.
 std::string checkpoint_dir(const std::string& out, int step);

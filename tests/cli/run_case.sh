@@ -453,6 +453,36 @@ case_init_from_seq_too_long() {
   refused "--seq 32 exceeds n_positions 16 of --init-from $good; use --seq 16 or less" \
     "$optimus" train --init-from "$good" --seq 32 "${quiet[@]}" --steps 2 --data "$ws/text.txt" --out "$ws/new_run"
 }
+# token_file PATH COUNT [CUT]: a token file (text/token_file.h) of COUNT uint16 ids below 300, its
+# last CUT bytes cut off.
+token_file() {
+  /usr/bin/python3 -c "
+import struct, sys
+path, n, cut = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+data = b'OPTMTOKN' + struct.pack('<IIQQI', 1, 2, n, 3 * n, 300).ljust(56, b'\0')
+data += struct.pack(f'<{n}H', *[(7 * i) % 300 for i in range(n)])
+open(path, 'wb').write(data[:len(data) - cut])" "$1" "$2" "${3:-0}"
+}
+case_token_file_truncated() {
+  token_file "$ws/cut.tok" 5000 3
+  refused "the token file '$ws/cut.tok' says it holds 5000 tokens, but has 9997 bytes of them (truncated?)" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --steps 2 --data "$ws/cut.tok" --out "$ws/new_run"
+}
+case_token_data_text_val() {
+  token_file "$ws/train.tok" 5000
+  refused "--data is a token file but --val is text; give both from the same tokenizer" \
+    "$mpiexec" -np 2 "$optimus" train --layout 1d "${model[@]}" "${quiet[@]}" --steps 2 --data "$ws/train.tok" \
+    --val "$ws/text.txt" --out "$ws/new_run"
+}
+case_token_vocab_past_init_from() {
+  token_file "$ws/train.tok" 5000
+  refused "the data's tokens reach 299, past the vocabulary of 256 of --init-from $good" \
+    "$optimus" train --init-from "$good" "${quiet[@]}" --steps 2 --data "$ws/train.tok" --out "$ws/new_run"
+}
+case_tokenize_missing_tokenizer() {
+  refused "the tokenizer folder $ws/nowhere has no vocab.json; give a folder with vocab.json and merges.txt" \
+    "$optimus" tokenize --tokenizer "$ws/nowhere" --input "$ws/text.txt" --out "$ws/tokens"
+}
 case_resume_weights_only() {
   local ckpt
   ckpt=$(copy_of_good weights_only)

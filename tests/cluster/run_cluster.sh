@@ -133,7 +133,7 @@ case_lost_host() {
   last=${steps[-1]}
   step=$((10#${last##*_}))
   loss=$("$optimus" eval --checkpoint "$last" --data "$tmp/val.txt" --batch 4 --seq 16 --batches 2 | awk '{print $2}')
-  logged=$(grep "\"step\": $step, \"val_loss\"" "$tmp/lost/metrics.jsonl" | grep -o '[0-9.]*}' | tr -d '}')
+  logged=$(grep "\"step\": $step, \"val_loss\"" "$tmp/lost/metrics.jsonl" | grep -o '"val_loss": [0-9.]*' | awk '{print $2}')
   [[ -n $logged ]] || fail "the run logged no validation loss for step $step"
   python3 -c "import sys; a, b = float('$loss'), float('$logged'); sys.exit(abs(a - b) > 5e-7)" ||
     fail "step $step evaluates to $loss, but the run logged $logged"
