@@ -4,6 +4,8 @@
 #include <omp.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "core/ops.h"
@@ -46,6 +48,28 @@ TEST_CASE("gelu backward matches finite differences of the float64 reference", "
   INFO(testing::ref::side_by_side(dinp, want));
   CAPTURE(err);
   CHECK(err <= 1e-4);
+}
+
+TEST_CASE("gelu of inputs whose exp(-2u) passes float's range is finite: 0 far left, x far right", "[ops]") {
+  // x = -10 gives -2u = 87.6 and x = -12 gives 136: exp of either is past 3.4e38. The file is
+  // compiled with -ffast-math, whose vector expf need not return inf there; a training run met a
+  // NaN from x = -10.5 this way.
+  const auto ctx = core::cpu_context();
+  std::vector<float> x;
+  for (float v = 6.0f; v <= 60.0f; v += 0.25f) {  // from 6 the derivative is 0 or 1 to 1e-5
+    x.push_back(-v);
+    x.push_back(v);
+  }
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> out(x.size()), dinp(x.size(), 0.0f), ones(x.size(), 1.0f);
+  core::gelu_forward(ctx, out.data(), x.data(), n);
+  core::gelu_backward(ctx, dinp.data(), x.data(), ones.data(), n);
+  const auto want = testing::ref::gelu(to_double(x));
+  for (size_t k = 0; k < x.size(); ++k) {
+    CAPTURE(x[k], out[k], want[k], dinp[k]);
+    CHECK(std::abs(out[k] - want[k]) <= 1e-6 * std::max(1.0, std::abs(want[k])));
+    CHECK(std::abs(dinp[k] - (x[k] > 0 ? 1.0f : 0.0f)) <= 1e-5f);
+  }
 }
 
 TEST_CASE("residual forward matches the float64 reference", "[ops]") {

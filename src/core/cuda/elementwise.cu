@@ -13,23 +13,28 @@ namespace {
 constexpr float kGeluScale = 0.7978845608028654f;  // √(2/π)
 constexpr float kGeluCube = 0.044715f;
 
+// exp(-2u) with its argument capped at 80, as on the CPU (where fast math needs the cap).
+__device__ inline float exp_minus_2u(float u) { return expf(fminf(-2.0f * u, 80.0f)); }
+
 // out = x · sigmoid(2u), u = √(2/π)(x + 0.044715 x³): GPT-2's 0.5 x (1 + tanh(u)), as on the CPU.
 __global__ void gelu_forward_kernel(float* out, const float* inp, int64_t n) {
   for (int64_t k = grid_first(); k < n; k += grid_stride()) {
     const float x = inp[k];
     const float u = kGeluScale * (x + kGeluCube * x * x * x);
-    out[k] = x / (1.0f + expf(-2.0f * u));
+    out[k] = x / (1.0f + exp_minus_2u(u));
   }
 }
 
-// dinp += (s + 2 x s (1 - s) du/dx) · dout, s = sigmoid(2u), du/dx = √(2/π)(1 + 3 · 0.044715 x²).
+// dinp += (s + 2 x s (1 - s) du/dx) · dout, s = sigmoid(2u), du/dx = √(2/π)(1 + 3 · 0.044715 x²),
+// with 1 - s as e s (e = exp(-2u)), as on the CPU.
 __global__ void gelu_backward_kernel(float* dinp, const float* inp, const float* dout, int64_t n) {
   for (int64_t k = grid_first(); k < n; k += grid_stride()) {
     const float x = inp[k];
     const float u = kGeluScale * (x + kGeluCube * x * x * x);
-    const float s = 1.0f / (1.0f + expf(-2.0f * u));
+    const float e = exp_minus_2u(u);
+    const float s = 1.0f / (1.0f + e);
     const float du = kGeluScale * (1.0f + 3.0f * kGeluCube * x * x);
-    dinp[k] += (s + 2.0f * x * s * (1.0f - s) * du) * dout[k];
+    dinp[k] += (s + 2.0f * x * s * (e * s) * du) * dout[k];
   }
 }
 
