@@ -187,6 +187,7 @@ int main(int argc, char** argv) {
     tokenize_cmd->add_option("--tokenizer", k_opt.tokenizer, "folder with vocab.json and merges.txt")->required();
     tokenize_cmd->add_option("--input", k_opt.inputs, "text files, one or more")->required();
     tokenize_cmd->add_option("--out", k_opt.out, "folder for train.tok, val.tok and the tokenizer's files")->required();
+    tokenize_cmd->add_option("--val", k_opt.val_inputs, "text files for val.tok (instead of --val-fraction)");
     tokenize_cmd->add_option("--val-fraction", k_opt.val_fraction, "the last fraction of the tokens for val.tok")
         ->capture_default_str();
 

@@ -340,12 +340,13 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
   OutFolderLock lock;
   claim_out_folder(o, world, lock);
   MetricsFile metrics(world.rank() == 0 ? o.out + "/metrics.jsonl" : "", !o.resume.empty());
-  auto name = [](const TokenFile& f) { return f.path + (f.part.empty() ? "" : " (" + f.part + ")"); };
-  world.print0(
-      "training %lld parameters, layout %s on %d rank%s, on %s (%zu bytes), validating on %s (%zu bytes); "
-      "B=%d T=%d\n",
-      o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s", name(train_data).c_str(),
-      train_data.tokens.size(), name(val_data).c_str(), val_data.tokens.size(), B, T);
+  auto name = [](const TokenFile& f) {  // "x.txt (first 90%) (1000 bytes)", "train.tok (300 tokens)"
+    return f.path + (f.part.empty() ? "" : " (" + f.part + ")") + " (" + std::to_string(f.tokens.size()) +
+           (f.tokenized ? " tokens)" : " bytes)");
+  };
+  world.print0("training %lld parameters, layout %s on %d rank%s, on %s, validating on %s; B=%d T=%d\n",
+               o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s",
+               name(train_data).c_str(), name(val_data).c_str(), B, T);
   std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
   char line[512];
   std::string last_dir;

@@ -53,7 +53,7 @@ EXCEPTIONS = [
     (r"\bscripts/gpu_check\.sh\b", "needs a GPU"),
     (r"\b(srun|sbatch|salloc)\b|--hostfile|ppr:\d+:node", "needs a cluster (Slurm, or ranks on several nodes)"),
     (r"\bscripts/bench(_1d|_2d)?\.sh\b", "a benchmark of several minutes that no flag scales down"),
-    (r"\bscripts/(validate_time_model|bench_cluster|calibrate)\b(?!.*--quick)",
+    (r"\bscripts/(validate_time_model|bench_cluster|compare_tokenizers|calibrate)\b(?!.*--quick)",
      "a measurement of minutes (calibration, benchmarks) that no flag scales down"),
     (r"^scripts/test\b", "runs the whole test suite, this test included"),
     (r"\bctest\b", "runs tests of this suite, which ctest runs on its own (this one included)"),
