@@ -42,6 +42,7 @@ std::shared_ptr<const unsigned char> map_file(const std::string& path, size_t si
     throw ConfigError("cannot map the data file '" + path + "' into memory (" + std::strerror(map_errno) +
                       "); check the file");
   }
+  ::madvise(p, size, MADV_RANDOM);  // windows are read at random: no read-ahead of megabytes around each
   return std::shared_ptr<const unsigned char>(static_cast<const unsigned char*>(p), [size](const unsigned char* q) {
     ::munmap(const_cast<unsigned char*>(q), size);
   });
@@ -100,13 +101,15 @@ TokenFile TokenFile::load(const std::string& path, int processes, uint64_t max_b
   if (size == 0) throw ConfigError("the data file '" + path + "' is empty; give a text file with some text in it");
   TokenFile f;
   f.path = path;
+  const size_t mapped = status.type() == fs::file_type::regular ? size : 0;
   if (!text::is_token_file(storage.get(), size)) {
-    f.tokens = TokenSpan(std::move(storage), 0, size, 1);
+    f.tokens = TokenSpan(std::move(storage), 0, size, 1, mapped);
     return f;
   }
   const text::TokenFileHeader h = text::read_token_file_header(storage.get(), size, path);
   if (h.tokens == 0) throw ConfigError("the token file '" + path + "' holds no tokens; give one with some text in it");
-  f.tokens = TokenSpan(std::move(storage), text::kTokenFileHeaderBytes, h.tokens, static_cast<int>(h.bytes_per_token));
+  f.tokens =
+      TokenSpan(std::move(storage), text::kTokenFileHeaderBytes, h.tokens, static_cast<int>(h.bytes_per_token), mapped);
   f.vocab_size = static_cast<int>(h.vocab_size);
   f.bytes_per_token = static_cast<double>(h.text_bytes) / static_cast<double>(h.tokens);
   f.tokenized = true;
@@ -142,6 +145,10 @@ std::string decode(const std::vector<int>& tokens) {
   return s;
 }
 
+void TokenSpan::release_pages() const {
+  if (mapped_bytes_ > 0) ::madvise(const_cast<unsigned char*>(storage_.get()), mapped_bytes_, MADV_DONTNEED);
+}
+
 namespace {
 
 // Row `row` of a batch: the T tokens from `start` as inputs, the T after them as targets.
@@ -156,6 +163,7 @@ void copy_window(int* inputs, int* targets, const TokenFile& data, size_t start,
     if (t < T) inputs[row * T + t] = id;
     if (t > 0) targets[row * T + t - 1] = id;
   }
+  data.tokens.release_pages();  // the window is copied: keep no pages of the corpus mapped
 }
 
 }  // namespace

@@ -20,8 +20,10 @@ inline constexpr int kByteVocab = 256;
 class TokenSpan {
  public:
   TokenSpan() = default;
-  TokenSpan(std::shared_ptr<const unsigned char> storage, size_t offset, size_t count, int width)
-      : storage_(std::move(storage)), offset_(offset), count_(count), width_(width) {}
+  /// `mapped_bytes`: the length of the file mapping that starts at storage (0: not a mapping).
+  TokenSpan(std::shared_ptr<const unsigned char> storage, size_t offset, size_t count, int width,
+            size_t mapped_bytes = 0)
+      : storage_(std::move(storage)), offset_(offset), count_(count), width_(width), mapped_bytes_(mapped_bytes) {}
   size_t size() const { return count_; }
   int operator[](size_t i) const {
     const unsigned char* p = storage_.get() + offset_ + i * static_cast<size_t>(width_);
@@ -31,13 +33,19 @@ class TokenSpan {
   }
   /// Tokens [from, from + count) of this span, sharing its storage.
   TokenSpan sub(size_t from, size_t count) const {
-    return TokenSpan(storage_, offset_ + from * static_cast<size_t>(width_), count, width_);
+    return TokenSpan(storage_, offset_ + from * static_cast<size_t>(width_), count, width_, mapped_bytes_);
   }
+  /// Unmaps from this process the pages of the file that reads have mapped (they stay in the
+  /// kernel's page cache, shared by the ranks of a node, and map again when read). The kernel maps
+  /// a whole page-cache folio, up to 2 MiB, on a read fault, so without this a rank's resident
+  /// memory would grow by megabytes for every window of a few hundred bytes it reads.
+  void release_pages() const;
 
  private:
   std::shared_ptr<const unsigned char> storage_;
   size_t offset_ = 0, count_ = 0;  // offset in bytes, count in tokens
   int width_ = 1;
+  size_t mapped_bytes_ = 0;
 };
 
 struct TokenFile {
@@ -72,6 +80,8 @@ std::string decode(const std::vector<int>& tokens);
 /// past the file's vocabulary (a damaged token file) is a ConfigError.
 void sample_batch(int* inputs, int* targets, const TokenFile& data, int B, int T, uint32_t seed, uint64_t step);
 
+/// Both samplers unmap the corpus's pages once a window is copied (TokenSpan::release_pages).
+///
 /// Evaluation batch k: row b takes tokens [(kB+b)T, (kB+b+1)T) and the targets one further.
 /// The file must hold at least ((k+1)B)T + 1 tokens.
 void eval_batch(int* inputs, int* targets, const TokenFile& data, int B, int T, int k);
