@@ -51,12 +51,16 @@ std::string sample_text(serial::GPT& gpt, const std::string& prompt, const Sampl
   return tokenizer ? tokenizer->decode(generated) : decode(generated);
 }
 
-std::unique_ptr<text::Tokenizer> tokenizer_in(const std::string& dir) {
+bool has_tokenizer(const std::string& dir) {
   for (const char* file : text::Tokenizer::kFiles) {
     std::error_code ec;
-    if (!std::filesystem::exists(std::filesystem::path(dir) / file, ec)) return nullptr;
+    if (!std::filesystem::exists(std::filesystem::path(dir) / file, ec)) return false;
   }
-  return std::make_unique<text::Tokenizer>(text::Tokenizer::load(dir));
+  return true;
+}
+
+std::unique_ptr<text::Tokenizer> tokenizer_in(const std::string& dir) {
+  return has_tokenizer(dir) ? std::make_unique<text::Tokenizer>(text::Tokenizer::load(dir)) : nullptr;
 }
 
 }  // namespace optimus::train

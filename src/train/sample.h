@@ -25,7 +25,10 @@ struct SampleOptions {
 std::string sample_text(serial::GPT& gpt, const std::string& prompt, const SampleOptions& options,
                         const text::Tokenizer* tokenizer = nullptr);
 
-/// The tokenizer whose files (vocab.json, merges.txt) are in `dir`, or null when it has none.
+/// Whether `dir` holds a tokenizer's files (vocab.json, merges.txt).
+bool has_tokenizer(const std::string& dir);
+
+/// The tokenizer whose files are in `dir`, or null when it has none.
 std::unique_ptr<text::Tokenizer> tokenizer_in(const std::string& dir);
 
 }  // namespace optimus::train

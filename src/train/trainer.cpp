@@ -444,7 +444,7 @@ void resolve_data_folder(TrainOptions& o) {
   if (!fs::is_directory(dir, ec) || !fs::exists(dir / "train.tok", ec)) return;
   o.data = (dir / "train.tok").string();
   if (o.val.empty() && fs::exists(dir / "val.tok", ec)) o.val = (dir / "val.tok").string();
-  if (tokenizer_in(dir.string())) o.tokenizer = dir.string();
+  if (has_tokenizer(dir.string())) o.tokenizer = dir.string();
 }
 
 // A token file decides the vocabulary of a new model; a model that exists already (--init-from)
