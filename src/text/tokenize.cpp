@@ -2,6 +2,7 @@
 #include "text/tokenize.h"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "core/errors.h"
@@ -63,10 +64,11 @@ std::string tokenize_corpus(const TokenizeOptions& o) {
   const size_t n = ids.size();
   const size_t n_val =
       o.val_inputs.empty() ? static_cast<size_t>(std::floor(static_cast<double>(n) * o.val_fraction)) : 0;
+  char per_token[32];
+  std::snprintf(per_token, sizeof per_token, "%.3f", static_cast<double>(text_bytes) / static_cast<double>(n));
   std::string report = "tokenized " + std::to_string(text_bytes + val_bytes) + " bytes of text into " +
                        std::to_string(n + val_ids.size()) + " tokens (vocabulary " + std::to_string(vocab) + ", " +
-                       std::to_string(static_cast<double>(text_bytes) / static_cast<double>(n)).substr(0, 5) +
-                       " bytes per token): " + write_part(train_path, ids, 0, n - n_val, text_bytes, vocab);
+                       per_token + " bytes per token): " + write_part(train_path, ids, 0, n - n_val, text_bytes, vocab);
   if (!val_ids.empty()) {
     report += ", " + write_part(val_path, val_ids, 0, val_ids.size(), val_bytes, vocab);
   } else if (n_val > 0) {
