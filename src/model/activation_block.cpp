@@ -1,8 +1,11 @@
 // The sequence-length check and the dropout of a site, for every stage.
 #include "model/activation_block.h"
 
+#include <algorithm>
+#include <numeric>
 #include <string>
 
+#include "comm/grid.h"
 #include "core/errors.h"
 
 namespace optimus::model {
@@ -27,9 +30,36 @@ core::DropoutSpec dropout_spec(const GPTConfig& config, const ActivationBlock& b
     for (int k = 0; k < 3; ++k)
       d.block.dim[k] = dims[k], d.block.offset[k] = offsets[k], d.block.global_dim[k] = global[k];
   } else {
-    d.block = core::GlobalBlock::matrix(block.Bl * T, block.Cl, block.b0 * T, block.c0, B * T, C);
+    d.block = core::GlobalBlock::matrix(block.Nl, block.Cl, block.n0, block.c0, B * T, C);
   }
   return d;
+}
+
+void require_no_sequence_parallel(const MemoryOptions& memory, const std::string& layout) {
+  if (memory.sequence_parallel) {
+    throw core::ConfigError("--sequence-parallel is a mode of the 1d layout, not of " + layout +
+                            "; use it with --layout 1d");
+  }
+}
+
+Recompute parse_recompute(const std::string& name) {
+  if (name == "none") return Recompute::none;
+  if (name == "block") return Recompute::block;
+  throw core::ConfigError("unknown --recompute '" + name.substr(0, 40) + "'; choose none or block");
+}
+
+std::string to_string(Recompute recompute) {
+  return recompute == Recompute::block ? "block" : "none";
+}
+
+int batch_unit(const std::string& layout, int ranks, int T, bool sequence_parallel) {
+  if (layout == "2d") return comm::Grid2D::side(ranks);
+  if (layout == "1d" && sequence_parallel) return ranks / std::gcd(ranks, T);
+  return 1;
+}
+
+int working_sets(const GPTConfig& config, Recompute recompute) {
+  return recompute == Recompute::block ? std::min(config.n_layer, 1) : config.n_layer;
 }
 
 }  // namespace optimus::model

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/ops.h"
 #include "model/config.h"
@@ -18,13 +19,43 @@ void check_sequence_length(const GPTConfig& config, int T);
 /// sequences [b0, b0 + Bl), so the rows [b0·T, (b0 + Bl)·T) of every (B·T, C) activation, and its
 /// columns [c0, c0 + Cl); of the attention probabilities (B, NH, T, T), those sequences' heads
 /// [h0, h0 + NHl). Serial holds everything; 1D all rows and columns and its head group; 2D batch
-/// block i, C block j and head group j.
+/// block i, C block j and head group j. The residual stream (the LayerNorms, the residual adds and
+/// their dropouts) is the rows [n0, n0 + Nl): the sequences' rows b0·T … (b0 + Bl)·T, except with
+/// 1D sequence parallelism, where rank r holds the r-th of p equal slices of the B·T rows.
 struct ActivationBlock {
   int64_t B = 0, T = 0;     // the whole batch
   int64_t b0 = 0, Bl = 0;   // my sequences
   int64_t c0 = 0, Cl = 0;   // my hidden columns, of C
   int64_t h0 = 0, NHl = 0;  // my heads, of NH
+  int64_t n0 = 0, Nl = 0;   // my rows of the residual stream, of B·T
 };
+
+/// What the forward pass keeps for the backward pass (chapter 5). none: every block's activations.
+/// block: each block's input only, and one block's working set that every block reuses; the
+/// backward pass reruns a block's forward from its input just before that block's backward, with
+/// the same ops and the same dropout masks, so every result is bitwise the same as with none.
+enum class Recompute { none, block };
+
+/// Chapter 5's memory techniques, chosen when a model is built: recomputation in every stage,
+/// sequence parallelism in the 1D stage only.
+struct MemoryOptions {
+  Recompute recompute = Recompute::none;
+  bool sequence_parallel = false;
+};
+
+/// ConfigError when `memory` asks for sequence parallelism of a layout other than 1d.
+void require_no_sequence_parallel(const MemoryOptions& memory, const std::string& layout);
+
+/// "none" or "block"; anything else is a ConfigError naming the choices.
+Recompute parse_recompute(const std::string& name);
+std::string to_string(Recompute recompute);
+
+/// The batch sizes a layout on `ranks` ranks can split are the multiples of this: q for 2D (the
+/// rows of its grid), p / gcd(p, T) for 1D with sequence parallelism (B·T tokens over p ranks), else 1.
+int batch_unit(const std::string& layout, int ranks, int T, bool sequence_parallel);
+
+/// How many blocks' working sets a stage allocates: every block's (L), or one with recomputation.
+int working_sets(const GPTConfig& config, Recompute recompute);
 
 /// The dropout of `site` in `layer` on the rank's block: on its (Bl·T, Cl) tile of a (B·T, C)
 /// activation, or on its (Bl, NHl, T·T) block of the attention probabilities. The mask is keyed

@@ -35,7 +35,7 @@ struct RankLedgers {
 StepResult run_on_meta(const PlanOptions& o, int rank, int B, core::MemoryLedger& memory, core::OpLedger& ops,
                        comm::CommLedger& comm, decltype(&run_training_step) run) {
   StepOptions step;
-  step.B = B, step.T = o.config.n_positions;
+  step.B = B, step.T = o.config.n_positions, step.memory = o.memory;
   const std::vector<int> tokens(static_cast<size_t>(step.B) * static_cast<size_t>(step.T), 0);  // meta reads none
   auto world = meta_world(o.layout, o.ranks, rank, comm);
   return run(o.layout, o.config, core::meta_context(memory, &ops), *world, step, tokens.data(), tokens.data());
@@ -218,7 +218,7 @@ double peak_bytes(const PlanOptions& o, int B) {
 }  // namespace
 
 int largest_batch(const PlanOptions& o, int64_t bytes, int limit) {
-  const int unit = o.layout == "2d" ? comm::Grid2D::side(o.ranks) : 1;  // 2D: whole rows of the grid
+  const int unit = model::batch_unit(o.layout, o.ranks, o.config.n_positions, o.memory.sequence_parallel);
   if (!step_fits(o, unit, bytes)) return 0;
   // Every buffer's size is affine in B, so the peak is the largest of affine functions of B: convex.
   // The line through B = unit and 2·unit, extended, stays below it, so the B where the line reaches
@@ -282,6 +282,8 @@ std::string plan_report(const PlanOptions& o) {
                             {"vocab_size", c.vocab_size},
                             {"parameters", c.num_parameters()}}},
                           {"batch", o.batch},
+                          {"recompute", model::to_string(o.memory.recompute)},
+                          {"sequence_parallel", o.memory.sequence_parallel},
                           {"busiest_rank", ranks[busiest].rank},
                           {"per_rank", nlohmann::json::array()}};
     for (size_t k = 0; k < ranks.size(); ++k) {
@@ -305,7 +307,8 @@ std::string plan_report(const PlanOptions& o) {
   std::ostringstream out;
   out << "plan: layout " << o.layout << " on " << o.ranks << " ranks, L" << c.n_layer << " C" << c.n_embd << " NH"
       << c.n_head << " T" << c.n_positions << " V" << c.vocab_size << " (" << c.num_parameters()
-      << " parameters), batch " << o.batch << "; one training step on the meta device for " << ranks.size() << " of "
+      << " parameters), batch " << o.batch << (o.memory.sequence_parallel ? ", sequence parallel" : "")
+      << (o.memory.recompute == model::Recompute::block ? ", recompute block" : "") << "; one training step on the meta device for " << ranks.size() << " of "
       << o.ranks << " ranks; "
       << (timed ? "time model: hardware " + hardware.name + ", " +
                       std::to_string(placement_of(o, hardware).ranks_per_node) + " ranks per node, " +

@@ -59,23 +59,24 @@ StepResult forward(Model& gpt, comm::Communicator& world, const StepOptions& o, 
 // Builds the model of `layout` and hands it to `run`.
 template <typename Run>
 StepResult with_gpt(const std::string& layout, const model::GPTConfig& config, const core::Context& ctx,
-                    comm::Communicator& world, uint32_t seed, Run&& run) {
+                    comm::Communicator& world, uint32_t seed, const model::MemoryOptions& memory, Run&& run) {
+  if (layout != "1d") model::require_no_sequence_parallel(memory, layout);
   if (layout == "serial") {
     if (world.size() != 1) {
       throw core::ConfigError("the serial layout runs on 1 rank, not " + std::to_string(world.size()));
     }
-    serial::GPT gpt(config, ctx, seed);
+    serial::GPT gpt(config, ctx, seed, memory);
     return run(gpt);
   }
   if (layout == "1d") {
     comm::Grid1D grid(world);
-    tp1d::GPT gpt(config, ctx, seed, grid);
+    tp1d::GPT gpt(config, ctx, seed, grid, memory);
     return run(gpt);
   }
   if (layout == "2d") {
     tp2d::check_divisible_2d(config, comm::Grid2D::side(world.size()));  // before the grid's splits
     comm::Grid2D grid(world);
-    tp2d::GPT gpt(config, ctx, seed, grid);
+    tp2d::GPT gpt(config, ctx, seed, grid, memory);
     return run(gpt);
   }
   throw core::ConfigError("unknown layout '" + layout.substr(0, 40) + "'; choose serial, 1d or 2d");
@@ -86,14 +87,14 @@ StepResult with_gpt(const std::string& layout, const model::GPTConfig& config, c
 StepResult run_training_step(const std::string& layout, const model::GPTConfig& config, const core::Context& ctx,
                              comm::Communicator& world, const StepOptions& options, const int* inputs,
                              const int* targets) {
-  return with_gpt(layout, config, ctx, world, options.seed,
+  return with_gpt(layout, config, ctx, world, options.seed, options.memory,
                   [&](auto& gpt) { return step(gpt, world, options, inputs, targets); });
 }
 
 StepResult run_forward_pass(const std::string& layout, const model::GPTConfig& config, const core::Context& ctx,
                             comm::Communicator& world, const StepOptions& options, const int* inputs,
                             const int* targets) {
-  return with_gpt(layout, config, ctx, world, options.seed,
+  return with_gpt(layout, config, ctx, world, options.seed, options.memory,
                   [&](auto& gpt) { return forward(gpt, world, options, inputs, targets); });
 }
 

@@ -11,6 +11,7 @@
 #include "comm/communicator.h"
 #include "comm/meta_communicator.h"
 #include "core/context.h"
+#include "model/activation_block.h"
 #include "model/config.h"
 
 namespace optimus::plan {
@@ -23,6 +24,7 @@ struct StepOptions {
   float grad_clip = 0.0f;
   float lr = 1e-3f;
   uint32_t seed = 7;
+  model::MemoryOptions memory;  // recomputation, sequence parallelism (chapter 5)
 };
 
 /// The step's two values (NaN on meta); the memory ledger as it stood after the update, before

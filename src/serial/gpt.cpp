@@ -12,9 +12,10 @@ using core::DropoutSite;
 using core::MemoryCategory;
 using core::Trans;
 
-GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed)
-    : config_(config), ctx_(ctx), seed_(seed) {
+GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const model::MemoryOptions& memory)
+    : config_(config), ctx_(ctx), seed_(seed), recompute_(memory.recompute) {
   config_.validate();
+  model::require_no_sequence_parallel(memory, "serial");
   params_ = model::ParamSet::create(
       config_, ctx_, [](const model::ParamInfo& p) { return model::ShardSpec::whole(p.shape); }, seed_);
   param_ = model::ModelParams::values(params_);
@@ -32,12 +33,12 @@ void GPT::ensure_buffers(int B, int T) {
   };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
-  acts_.block = {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = C, .h0 = 0, .NHl = NH};
+  acts_.block = {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = C, .h0 = 0, .NHl = NH, .n0 = 0, .Nl = N};
   // The token ids are the step's input, recorded as workspace (the activation formulas count floats).
   acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.encoded = act({N, C});
-  for (int l = 0; l < config_.n_layer; ++l) {
+  for (int l = 0; l < model::working_sets(config_, recompute_); ++l) {
     BlockActivations b;
     b.ln1 = act({N, C}), b.ln1_mean = act({N}), b.ln1_rstd = act({N});
     b.qkv = act({N, 3 * C});
@@ -45,15 +46,21 @@ void GPT::ensure_buffers(int B, int T) {
     b.atty = act({N, C}), b.attproj = act({N, C}), b.res1 = act({N, C});
     b.ln2 = act({N, C}), b.ln2_mean = act({N}), b.ln2_rstd = act({N});
     b.fch = act({N, F}), b.fch_gelu = act({N, F});
-    b.fcproj = act({N, C}), b.res2 = act({N, C});
+    b.fcproj = act({N, C});
     acts_.blocks.push_back(std::move(b));
   }
+  for (int l = 0; l < config_.n_layer; ++l) acts_.outputs.push_back(act({N, C}));
   acts_.lnf = act({N, C}), acts_.lnf_mean = act({N}), acts_.lnf_rstd = act({N});
   acts_.logits = act({N, V});
   acts_.ce_max = act({N}), acts_.ce_sumexp = act({N}), acts_.losses = act({N});
   scratch_.d_res = tmp({N, C}), scratch_.d_branch = tmp({N, C}), scratch_.d_ln = tmp({N, C});
   scratch_.d_atty = tmp({N, C}), scratch_.d_qkv = tmp({N, 3 * C}), scratch_.d_att = tmp({B, NH, T, T});
   scratch_.d_fch = tmp({N, F}), scratch_.d_fch_gelu = tmp({N, F}), scratch_.d_logits = tmp({N, V});
+}
+
+// Block l's working set: its own, or the one every block shares under recomputation.
+BlockActivations& GPT::working_set(int l) {
+  return acts_.blocks[recompute_ == model::Recompute::block ? 0 : static_cast<size_t>(l)];
 }
 
 // The dropout of one site, on the whole activation (one device holds all of it).
@@ -82,7 +89,7 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   const float* x = acts_.encoded.data();
   for (int l = 0; l < config_.n_layer; ++l) {
     block_forward(l, x);
-    x = acts_.blocks[static_cast<size_t>(l)].res2.data();
+    x = acts_.outputs[static_cast<size_t>(l)].data();
   }
 
   // Final LayerNorm, tied LM head (logits = lnf · wteᵀ), cross-entropy.
@@ -96,9 +103,10 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   return static_cast<float>(sum / N);
 }
 
-// One block: x → x + drop(c_proj(attn(ln_1(x)))) → + drop(mlp(ln_2(·))).
+// One block: x → x + drop(c_proj(attn(ln_1(x)))) → + drop(mlp(ln_2(·))), into outputs[l].
 void GPT::block_forward(int l, const float* x) {
-  BlockActivations& a = acts_.blocks[static_cast<size_t>(l)];
+  BlockActivations& a = working_set(l);
+  float* out = acts_.outputs[static_cast<size_t>(l)].data();
   const model::BlockParams& w = param_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, F = config_.ffn(), NH = config_.n_head;
   const float eps = config_.layer_norm_epsilon;
@@ -117,7 +125,7 @@ void GPT::block_forward(int l, const float* x) {
   core::gelu_forward(ctx_, a.fch_gelu.data(), a.fch.data(), int64_t{N} * F);
   core::linear_forward(ctx_, a.fcproj.data(), a.fch_gelu.data(), w.mlp_proj_w, w.mlp_proj_b, N, F, C);
   core::dropout_forward(ctx_, a.fcproj.data(), a.fcproj.data(), dropout_spec(l, DropoutSite::mlp_residual));
-  core::residual_forward(ctx_, a.res2.data(), a.res1.data(), a.fcproj.data(), int64_t{N} * C);
+  core::residual_forward(ctx_, out, a.res1.data(), a.fcproj.data(), int64_t{N} * C);
 }
 
 // ---- backward -----------------------------------------------------------------------------------
@@ -135,12 +143,15 @@ void GPT::backward() {
   // LM head: d_lnf = d_logits · wte; dwte += d_logitsᵀ · lnf (the first of wte's two gradients).
   core::matmul_backward(ctx_, core::zeroed(ctx_, s.d_ln), dw.wte, s.d_logits.data(), acts_.lnf.data(), w.wte, N, V, C,
                         Trans::no, Trans::yes);
-  const float* x_last = config_.n_layer > 0 ? acts_.blocks.back().res2.data() : acts_.encoded.data();
+  const float* x_last = config_.n_layer > 0 ? acts_.outputs.back().data() : acts_.encoded.data();
   core::layernorm_backward(ctx_, {.dinp = core::zeroed(ctx_, s.d_res), .dweight = dw.ln_f_w, .dbias = dw.ln_f_b},
                            s.d_ln.data(), x_last, w.ln_f_w, acts_.lnf_mean.data(), acts_.lnf_rstd.data(), N, C);
 
+  // With recomputation each block first reruns its forward from its input (rewriting its output
+  // with the same values), which refills the working set its backward reads.
   for (int l = config_.n_layer - 1; l >= 0; --l) {
-    const float* x = l == 0 ? acts_.encoded.data() : acts_.blocks[static_cast<size_t>(l - 1)].res2.data();
+    const float* x = l == 0 ? acts_.encoded.data() : acts_.outputs[static_cast<size_t>(l - 1)].data();
+    if (recompute_ == model::Recompute::block) block_forward(l, x);
     block_backward(l, x);
   }
 
@@ -152,7 +163,7 @@ void GPT::backward() {
 
 // On entry s.d_res = dL/d(block output); on exit s.d_res = dL/dx (the block's input).
 void GPT::block_backward(int l, const float* x) {
-  BlockActivations& a = acts_.blocks[static_cast<size_t>(l)];
+  BlockActivations& a = working_set(l);
   BackwardScratch& s = scratch_;
   const model::BlockParams &w = param_.blocks[static_cast<size_t>(l)], &dw = grad_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, F = config_.ffn(), NH = config_.n_head;

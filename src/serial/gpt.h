@@ -2,7 +2,9 @@
 // forward() runs embedding → L blocks → ln_f → tied LM head → mean cross-entropy and keeps the
 // activations; backward() walks the same path in reverse, accumulating into the parameters'
 // gradients. Activations are allocated once per batch shape through the ledger, on the context's
-// device: the same code runs on the CPU and on a GPU (chapter 1's GPU section).
+// device: the same code runs on the CPU and on a GPU (chapter 1's GPU section). With recomputation
+// (chapter 5) the forward pass keeps only each block's output, and the backward pass reruns a
+// block's forward into one shared working set just before that block's backward.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,8 @@
 
 namespace optimus::serial {
 
-/// What one block keeps from its forward pass for its backward pass. N = B*T.
+/// What one block's forward pass computes and its backward pass reads (its output is kept apart,
+/// in Activations::outputs). N = B*T.
 struct BlockActivations {
   core::Buffer ln1, ln1_mean, ln1_rstd;  // (N, C), (N), (N)
   core::Buffer qkv;                      // (N, 3C)
@@ -30,7 +33,6 @@ struct BlockActivations {
   core::Buffer ln2, ln2_mean, ln2_rstd;  // (N, C), (N), (N)
   core::Buffer fch, fch_gelu;            // (N, F), (N, F)
   core::Buffer fcproj;                   // (N, C) mlp.c_proj output after dropout
-  core::Buffer res2;                     // (N, C) the block's output
 };
 
 /// Everything the forward pass keeps, for one batch shape (B, T).
@@ -39,7 +41,8 @@ struct Activations {
   model::ActivationBlock block;            // the whole batch: one device holds all of it
   core::IntBuffer inputs, targets;         // (B, T) token ids, copied from the host batch
   core::Buffer encoded;                    // (N, C) wte[tok] + wpe[t], after dropout
-  std::vector<BlockActivations> blocks;    // L of them
+  std::vector<BlockActivations> blocks;    // L working sets, or 1 with recomputation (working_set)
+  std::vector<core::Buffer> outputs;       // L of (N, C): block l's output, block l+1's input
   core::Buffer lnf, lnf_mean, lnf_rstd;    // (N, C), (N), (N)
   core::Buffer logits;                     // (N, V)
   core::Buffer ce_max, ce_sumexp, losses;  // (N) each
@@ -62,7 +65,9 @@ class GPT {
  public:
   /// A freshly initialised model (Philox under `seed`, keyed by canonical indices, so every layout
   /// draws the same weights). Dropout masks also use `seed`.
-  GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed);
+  /// memory.recompute chooses what the forward pass keeps; sequence parallelism is a 1D mode
+  /// (ConfigError here).
+  GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const model::MemoryOptions& memory = {});
 
   /// Runs the forward pass on inputs and targets (B, T), host memory, and returns the mean loss
   /// over the B*T tokens. `step` keys the dropout masks; `train` = false turns dropout off (evaluation).
@@ -87,12 +92,14 @@ class GPT {
  private:
   void ensure_buffers(int B, int T);
   core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
+  BlockActivations& working_set(int l);
   void block_forward(int l, const float* x);
   void block_backward(int l, const float* x);
 
   model::GPTConfig config_;
   core::Context ctx_;
   uint32_t seed_;
+  model::Recompute recompute_;
   model::ParamSet params_;
   model::ModelParams param_;  // params_'s values by name
   model::ModelParams grad_;   // params_'s gradients by name

@@ -1,9 +1,13 @@
 // Stage 2: the Megatron 1D GPT. Read it beside serial/gpt.cpp: the same forward and backward, with
 // the weights split and four kinds of communication added — g after each row-parallel linear and
 // after the embedding, f's all-reduce in backward where replicated activations entered a parallel
-// region, the three all-reduces of the vocab-parallel loss, and one for the gradient norm.
+// region, the three all-reduces of the vocab-parallel loss, and one for the gradient norm. With
+// sequence parallelism f and g become all-gathers and reduce-scatters of rows, and one more
+// all-reduce sums the LayerNorms' gradients (each rank saw only its rows).
 #include "tp1d/gpt.h"
 
+#include "core/errors.h"
+#include "model/gradient_bucket.h"
 #include "model/vocab_parallel_loss.h"
 #include "tp1d/layers.h"
 #include "tp1d/mappings.h"
@@ -16,8 +20,16 @@ using core::DropoutSite;
 using core::MemoryCategory;
 using core::Trans;
 
-GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid1D& grid)
-    : config_(config), ctx_(ctx), seed_(seed), grid_(grid), p_(grid.p()), r_(grid.r()) {
+GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid1D& grid,
+         const model::MemoryOptions& memory)
+    : config_(config),
+      ctx_(ctx),
+      seed_(seed),
+      grid_(grid),
+      p_(grid.p()),
+      r_(grid.r()),
+      recompute_(memory.recompute),
+      sp_(memory.sequence_parallel) {
   config_.validate();
   check_divisible(config_, p_);
   const int p = p_, r = r_;
@@ -38,32 +50,46 @@ void GPT::ensure_buffers(int B, int T) {
   scratch_ = BackwardScratch{};
   const int64_t N = int64_t{B} * T, C = config_.n_embd, Cp = C / p_, Fp = config_.ffn() / p_,
                 Vp = vocab_part(config_, p_), NHp = config_.n_head / p_;
+  const int64_t Nl = sp_ ? N / p_ : N, n0 = sp_ ? r_ * Nl : 0;  // my rows of the residual stream
   auto act = [&](core::Shape s) {
     return Buffer(*ctx_.ledger, MemoryCategory::activations, std::move(s), ctx_.device);
   };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
-  acts_.block = {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = C, .h0 = r_ * NHp, .NHl = NHp};
+  acts_.block = {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = C, .h0 = r_ * NHp, .NHl = NHp,
+                 .n0 = n0, .Nl = Nl};
   acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
-  acts_.encoded = act({N, C});
-  for (int l = 0; l < config_.n_layer; ++l) {
+  acts_.encoded = act({Nl, C});
+  for (int l = 0; l < model::working_sets(config_, recompute_); ++l) {
     BlockActivations b;
-    b.ln1 = act({N, C}), b.ln1_mean = act({N}), b.ln1_rstd = act({N});
+    b.ln1 = act({Nl, C}), b.ln1_mean = act({Nl}), b.ln1_rstd = act({Nl});
     b.qkv = act({N, 3 * Cp});
     b.att = act({B, NHp, T, T});
-    b.atty = act({N, Cp}), b.attproj = act({N, C}), b.res1 = act({N, C});
-    b.ln2 = act({N, C}), b.ln2_mean = act({N}), b.ln2_rstd = act({N});
+    b.atty = act({N, Cp}), b.attproj = act({Nl, C}), b.res1 = act({Nl, C});
+    b.ln2 = act({Nl, C}), b.ln2_mean = act({Nl}), b.ln2_rstd = act({Nl});
     b.fch = act({N, Fp}), b.fch_gelu = act({N, Fp});
-    b.fcproj = act({N, C}), b.res2 = act({N, C});
+    b.fcproj = act({Nl, C});
     acts_.blocks.push_back(std::move(b));
   }
-  acts_.lnf = act({N, C}), acts_.lnf_mean = act({N}), acts_.lnf_rstd = act({N});
+  for (int l = 0; l < config_.n_layer; ++l) acts_.outputs.push_back(act({Nl, C}));
+  acts_.lnf = act({Nl, C}), acts_.lnf_mean = act({Nl}), acts_.lnf_rstd = act({Nl});
   acts_.logits = act({N, Vp});
   acts_.ce_max = act({N}), acts_.ce_sumexp = act({N}), acts_.ce_target = act({N}), acts_.losses = act({N});
-  scratch_.d_res = tmp({N, C}), scratch_.d_branch = tmp({N, C}), scratch_.d_ln = tmp({N, C});
+  scratch_.d_res = tmp({Nl, C}), scratch_.d_branch = tmp({Nl, C}), scratch_.d_ln = tmp({Nl, C});
   scratch_.d_atty = tmp({N, Cp}), scratch_.d_qkv = tmp({N, 3 * Cp}), scratch_.d_att = tmp({B, NHp, T, T});
   scratch_.d_fch = tmp({N, Fp}), scratch_.d_fch_gelu = tmp({N, Fp}), scratch_.d_logits = tmp({N, Vp});
+  if (sp_) {
+    auto comm_buffer = [&](core::Shape sh) {
+      return Buffer(*ctx_.ledger, MemoryCategory::communication, std::move(sh), ctx_.device);
+    };
+    scratch_.gathered = comm_buffer({N, C}), scratch_.partial = comm_buffer({N, C});
+  }
+}
+
+// Block l's working set: its own, or the one every block shares under recomputation.
+BlockActivations& GPT::working_set(int l) {
+  return acts_.blocks[recompute_ == model::Recompute::block ? 0 : static_cast<size_t>(l)];
 }
 
 // Replicated activations drop the same (canonical) elements on every rank, exactly as the serial
@@ -77,31 +103,42 @@ core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
 
 float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train) {
   model::check_sequence_length(config_, T);
+  if (sp_ && (int64_t{B} * T) % p_ != 0) {
+    throw core::ConfigError("sequence parallelism splits the B·T = " + std::to_string(int64_t{B} * T) +
+                            " tokens of a batch over the p = " + std::to_string(p_) + " ranks, but " +
+                            std::to_string(int64_t{B} * T) + " is not divisible by " + std::to_string(p_) +
+                            "; choose --batch and --seq whose product is a multiple of " + std::to_string(p_));
+  }
   ensure_buffers(B, T);
   step_ = step;
   train_ = train;
-  const int N = B * T, C = config_.n_embd, V = config_.vocab_size, Vp = vocab_part(config_, p_), v0 = r_ * Vp;
+  const int N = B * T, Nl = static_cast<int>(acts_.block.Nl), C = config_.n_embd, V = config_.vocab_size,
+            Vp = vocab_part(config_, p_), v0 = r_ * Vp;
   const float eps = config_.layer_norm_epsilon;
   const model::ModelParams& w = param_;  // w.wte (V/p, C): vocabulary rows [v0, v0 + V/p)
   core::copy_to_device(ctx_, acts_.inputs.data(), inputs, N);
   core::copy_to_device(ctx_, acts_.targets.data(), targets, N);
 
-  // Vocab-parallel embedding: rows of tokens outside my vocabulary are zero; g sums the ranks.
-  vocab_parallel_embedding_forward(ctx_, tp(), acts_.encoded.data(), acts_.inputs.data(), w.wte, N, C, v0, Vp);
-  core::position_add_forward(ctx_, acts_.encoded.data(), w.wpe, B, T, C);
+  embedding_forward(w.wte, w.wpe);
   core::dropout_forward(ctx_, acts_.encoded.data(), acts_.encoded.data(), dropout_spec(0, DropoutSite::embedding));
 
   const float* x = acts_.encoded.data();
   for (int l = 0; l < config_.n_layer; ++l) {
     block_forward(l, x);
-    x = acts_.blocks[static_cast<size_t>(l)].res2.data();
+    x = acts_.outputs[static_cast<size_t>(l)].data();
   }
 
-  // Final LayerNorm (replicated), f, my vocabulary's logits, vocab-parallel cross-entropy.
+  // Final LayerNorm (on my rows), f, my vocabulary's logits, vocab-parallel cross-entropy.
   core::layernorm_forward(ctx_, acts_.lnf.data(), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), x, w.ln_f_w, w.ln_f_b,
-                          N, C, eps);
-  f_forward();
-  core::matmul(ctx_, acts_.logits.data(), acts_.lnf.data(), w.wte, N, Vp, C, Trans::no, Trans::yes);
+                          Nl, C, eps);
+  const float* lnf = acts_.lnf.data();  // every row: as it is, or gathered by f_sp
+  if (sp_) {
+    f_sp_forward(tp(), scratch_.gathered.data(), lnf, int64_t{Nl} * C);
+    lnf = scratch_.gathered.data();
+  } else {
+    f_forward();
+  }
+  core::matmul(ctx_, acts_.logits.data(), lnf, w.wte, N, Vp, C, Trans::no, Trans::yes);
   model::vocab_parallel_cross_entropy_forward(ctx_, tp(), acts_.losses.data(), acts_.ce_max.data(),
                                               acts_.ce_sumexp.data(), acts_.ce_target.data(), acts_.logits.data(),
                                               acts_.targets.data(), N, Vp, v0, V);
@@ -110,30 +147,66 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   return static_cast<float>(sum / N);
 }
 
+// Vocab-parallel embedding into acts_.encoded: rows of tokens outside my vocabulary are zero, g
+// sums the ranks, then the positions are added. With sequence parallelism g_sp leaves me my rows
+// of the sum; the positions join the partial sums on rank 0 only (added once, as a bias is), which
+// gives the same sums: every row is one wte row and one wpe row plus zeros.
+void GPT::embedding_forward(const float* wte, const float* wpe) {
+  const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, Vp = vocab_part(config_, p_), v0 = r_ * Vp;
+  if (!sp_) {
+    vocab_parallel_embedding_forward(ctx_, tp(), acts_.encoded.data(), acts_.inputs.data(), wte, N, C, v0, Vp);
+    core::position_add_forward(ctx_, acts_.encoded.data(), wpe, B, T, C);
+    return;
+  }
+  float* partial = scratch_.partial.data();  // (N, C)
+  core::embedding_forward(ctx_, partial, acts_.inputs.data(), wte, N, C, v0, Vp);
+  if (r_ == 0) core::position_add_forward(ctx_, partial, wpe, B, T, C);
+  g_sp_forward(tp(), acts_.encoded.data(), partial, acts_.block.Nl * C);
+}
+
 void GPT::block_forward(int l, const float* x) {
-  BlockActivations& a = acts_.blocks[static_cast<size_t>(l)];
+  BlockActivations& a = working_set(l);
+  float* out = acts_.outputs[static_cast<size_t>(l)].data();
   const model::BlockParams& w = param_.blocks[static_cast<size_t>(l)];
-  const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, Cp = C / p_, Fp = config_.ffn() / p_,
-            NHp = config_.n_head / p_;
+  const int B = acts_.B, T = acts_.T, N = B * T, Nl = static_cast<int>(acts_.block.Nl), C = config_.n_embd,
+            Cp = C / p_, Fp = config_.ffn() / p_, NHp = config_.n_head / p_;
   const float eps = config_.layer_norm_epsilon;
 
   // Attention: f → column-parallel c_attn (my heads) → local attention → row-parallel c_proj → g → bias.
-  core::layernorm_forward(ctx_, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, w.ln_1_w, w.ln_1_b, N, C, eps);
-  column_parallel_linear_forward(ctx_, a.qkv.data(), a.ln1.data(), w.c_attn_w, w.c_attn_b, N, C, 3 * Cp);
+  core::layernorm_forward(ctx_, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, w.ln_1_w, w.ln_1_b, Nl, C, eps);
+  column_parallel_forward(a.qkv.data(), a.ln1.data(), w.c_attn_w, w.c_attn_b, 3 * Cp);
   core::attention_forward(ctx_, a.atty.data(), a.att.data(), a.qkv.data(), B, T, Cp, NHp,
                           dropout_spec(l, DropoutSite::attention_probs));
-  row_parallel_linear_forward(ctx_, tp(), a.attproj.data(), a.atty.data(), w.attn_proj_w, w.attn_proj_b, N, Cp, C);
+  row_parallel_forward(a.attproj.data(), a.atty.data(), w.attn_proj_w, w.attn_proj_b, Cp);
   core::dropout_forward(ctx_, a.attproj.data(), a.attproj.data(), dropout_spec(l, DropoutSite::attn_residual));
-  core::residual_forward(ctx_, a.res1.data(), x, a.attproj.data(), int64_t{N} * C);
+  core::residual_forward(ctx_, a.res1.data(), x, a.attproj.data(), int64_t{Nl} * C);
 
   // MLP: f → column-parallel c_fc (F/p columns) → GELU → row-parallel c_proj → g → bias.
   core::layernorm_forward(ctx_, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(), w.ln_2_w, w.ln_2_b,
-                          N, C, eps);
-  column_parallel_linear_forward(ctx_, a.fch.data(), a.ln2.data(), w.c_fc_w, w.c_fc_b, N, C, Fp);
+                          Nl, C, eps);
+  column_parallel_forward(a.fch.data(), a.ln2.data(), w.c_fc_w, w.c_fc_b, Fp);
   core::gelu_forward(ctx_, a.fch_gelu.data(), a.fch.data(), int64_t{N} * Fp);
-  row_parallel_linear_forward(ctx_, tp(), a.fcproj.data(), a.fch_gelu.data(), w.mlp_proj_w, w.mlp_proj_b, N, Fp, C);
+  row_parallel_forward(a.fcproj.data(), a.fch_gelu.data(), w.mlp_proj_w, w.mlp_proj_b, Fp);
   core::dropout_forward(ctx_, a.fcproj.data(), a.fcproj.data(), dropout_spec(l, DropoutSite::mlp_residual));
-  core::residual_forward(ctx_, a.res2.data(), a.res1.data(), a.fcproj.data(), int64_t{N} * C);
+  core::residual_forward(ctx_, out, a.res1.data(), a.fcproj.data(), int64_t{Nl} * C);
+}
+
+void GPT::column_parallel_forward(float* out, const float* inp, const float* w, const float* b, int OCp) {
+  const int N = acts_.B * acts_.T, C = config_.n_embd;
+  if (sp_) {
+    column_parallel_linear_forward_sp(ctx_, tp(), out, scratch_.gathered.data(), inp, w, b, N, C, OCp);
+  } else {
+    column_parallel_linear_forward(ctx_, out, inp, w, b, N, C, OCp);
+  }
+}
+
+void GPT::row_parallel_forward(float* out, const float* inp, const float* w, const float* b, int Kp) {
+  const int N = acts_.B * acts_.T, C = config_.n_embd;
+  if (sp_) {
+    row_parallel_linear_forward_sp(ctx_, tp(), out, scratch_.partial.data(), inp, w, b, N, Kp, C);
+  } else {
+    row_parallel_linear_forward(ctx_, tp(), out, inp, w, b, N, Kp, C);
+  }
 }
 
 // ---- backward -----------------------------------------------------------------------------------
@@ -141,67 +214,114 @@ void GPT::block_forward(int l, const float* x) {
 // makes is passed zeroed.
 
 void GPT::backward() {
-  const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, V = config_.vocab_size,
-            Vp = vocab_part(config_, p_), v0 = r_ * Vp;
+  const int N = acts_.B * acts_.T, Nl = static_cast<int>(acts_.block.Nl), C = config_.n_embd,
+            V = config_.vocab_size, Vp = vocab_part(config_, p_), v0 = r_ * Vp;
   BackwardScratch& s = scratch_;
   const model::ModelParams &w = param_, &dw = grad_;
 
   // Loss: my vocabulary columns' share of (softmax − onehot) / N, from the full-row statistics.
   core::crossentropy_backward(ctx_, core::zeroed(ctx_, s.d_logits), acts_.logits.data(), acts_.ce_max.data(),
                               acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(N), N, Vp, v0, V);
-  // LM head: my partial d_lnf = d_logits · wte_mine; f's backward sums the ranks' partials.
-  core::matmul_backward(ctx_, core::zeroed(ctx_, s.d_ln), dw.wte, s.d_logits.data(), acts_.lnf.data(), w.wte, N, Vp, C,
-                        Trans::no, Trans::yes);
-  f_backward(tp(), s.d_ln.data(), int64_t{N} * C);
-  const float* x_last = config_.n_layer > 0 ? acts_.blocks.back().res2.data() : acts_.encoded.data();
+  // LM head: my partial d_lnf = d_logits · wte_mine; f's backward sums the ranks' partials (with
+  // sequence parallelism f_sp's gives me my rows of the sum, and lnf is gathered again for dwte).
+  if (sp_) {
+    f_sp_forward(tp(), s.gathered.data(), acts_.lnf.data(), int64_t{Nl} * C);
+    core::matmul_backward(ctx_, core::zeroed(ctx_, s.partial), dw.wte, s.d_logits.data(), s.gathered.data(), w.wte, N,
+                          Vp, C, Trans::no, Trans::yes);
+    f_sp_backward(tp(), s.d_ln.data(), s.partial.data(), int64_t{Nl} * C);
+  } else {
+    core::matmul_backward(ctx_, core::zeroed(ctx_, s.d_ln), dw.wte, s.d_logits.data(), acts_.lnf.data(), w.wte, N, Vp,
+                          C, Trans::no, Trans::yes);
+    f_backward(tp(), s.d_ln.data(), int64_t{N} * C);
+  }
+  const float* x_last = config_.n_layer > 0 ? acts_.outputs.back().data() : acts_.encoded.data();
   core::layernorm_backward(ctx_, {.dinp = core::zeroed(ctx_, s.d_res), .dweight = dw.ln_f_w, .dbias = dw.ln_f_b},
-                           s.d_ln.data(), x_last, w.ln_f_w, acts_.lnf_mean.data(), acts_.lnf_rstd.data(), N, C);
+                           s.d_ln.data(), x_last, w.ln_f_w, acts_.lnf_mean.data(), acts_.lnf_rstd.data(), Nl, C);
 
+  // With recomputation each block first reruns its forward (its collectives too) from its input,
+  // which refills the working set its backward reads.
   for (int l = config_.n_layer - 1; l >= 0; --l) {
-    const float* x = l == 0 ? acts_.encoded.data() : acts_.blocks[static_cast<size_t>(l - 1)].res2.data();
+    const float* x = l == 0 ? acts_.encoded.data() : acts_.outputs[static_cast<size_t>(l - 1)].data();
+    if (recompute_ == model::Recompute::block) block_forward(l, x);
     block_backward(l, x);
   }
 
-  // Embedding: g's backward is the identity; scatter-add the rows of my vocabulary.
   core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
-  vocab_parallel_embedding_backward(ctx_, dw.wte, s.d_branch.data(), acts_.inputs.data(), N, C, v0, Vp);
-  core::position_add_backward(ctx_, dw.wpe, s.d_branch.data(), B, T, C);
+  embedding_backward(dw.wte, dw.wpe);
+
+  // Each rank's LayerNorms saw only its rows: sum their gradients over the ranks, in one bucket.
+  if (sp_) {
+    model::sum_gradients(params_, ctx_, tp(), [](model::ParamKind kind) {
+      return kind == model::ParamKind::norm_weight || kind == model::ParamKind::norm_bias;
+    });
+  }
+}
+
+// The embedding's backward from s.d_branch, the gradient of my rows of its output: g's backward is
+// the identity (with sequence parallelism g_sp's gathers every row), then scatter-add the rows of
+// my vocabulary into dwte and every row into dwpe.
+void GPT::embedding_backward(float* dwte, float* dwpe) {
+  const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, Vp = vocab_part(config_, p_), v0 = r_ * Vp;
+  const float* d_encoded = scratch_.d_branch.data();
+  if (sp_) {
+    g_sp_backward(tp(), scratch_.gathered.data(), d_encoded, acts_.block.Nl * C);
+    d_encoded = scratch_.gathered.data();
+  }
+  vocab_parallel_embedding_backward(ctx_, dwte, d_encoded, acts_.inputs.data(), N, C, v0, Vp);
+  core::position_add_backward(ctx_, dwpe, d_encoded, B, T, C);
 }
 
 void GPT::block_backward(int l, const float* x) {
-  BlockActivations& a = acts_.blocks[static_cast<size_t>(l)];
+  BlockActivations& a = working_set(l);
   BackwardScratch& s = scratch_;
   const model::BlockParams &w = param_.blocks[static_cast<size_t>(l)], &dw = grad_.blocks[static_cast<size_t>(l)];
-  const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, Cp = C / p_, Fp = config_.ffn() / p_,
-            NHp = config_.n_head / p_;
+  const int B = acts_.B, T = acts_.T, N = B * T, Nl = static_cast<int>(acts_.block.Nl), C = config_.n_embd,
+            Cp = C / p_, Fp = config_.ffn() / p_, NHp = config_.n_head / p_;
 
   // MLP branch, backwards: dropout, the row-parallel c_proj (its g is the identity), GELU, the
   // column-parallel c_fc, whose f all-reduces the partial d_ln2 before LayerNorm's backward.
   core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(),
                          dropout_spec(l, DropoutSite::mlp_residual));
-  row_parallel_linear_backward(
-      ctx_, {.dinp = core::zeroed(ctx_, s.d_fch_gelu), .dweight = dw.mlp_proj_w, .dbias = dw.mlp_proj_b},
-      s.d_branch.data(), a.fch_gelu.data(), w.mlp_proj_w, N, Fp, C);
+  row_parallel_backward({.dinp = core::zeroed(ctx_, s.d_fch_gelu), .dweight = dw.mlp_proj_w, .dbias = dw.mlp_proj_b},
+                        s.d_branch.data(), a.fch_gelu.data(), w.mlp_proj_w, Fp);
   core::gelu_backward(ctx_, core::zeroed(ctx_, s.d_fch), a.fch.data(), s.d_fch_gelu.data(), int64_t{N} * Fp);
-  column_parallel_linear_backward(ctx_, tp(),
-                                  {.dinp = core::zeroed(ctx_, s.d_ln), .dweight = dw.c_fc_w, .dbias = dw.c_fc_b},
-                                  s.d_fch.data(), a.ln2.data(), w.c_fc_w, N, C, Fp);
+  column_parallel_backward({.dinp = core::zeroed(ctx_, s.d_ln), .dweight = dw.c_fc_w, .dbias = dw.c_fc_b},
+                           s.d_fch.data(), a.ln2.data(), w.c_fc_w, Fp);
   core::layernorm_backward(ctx_, {.dinp = s.d_res.data(), .dweight = dw.ln_2_w, .dbias = dw.ln_2_b}, s.d_ln.data(),
-                           a.res1.data(), w.ln_2_w, a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
+                           a.res1.data(), w.ln_2_w, a.ln2_mean.data(), a.ln2_rstd.data(), Nl, C);
 
   // Attention branch, backwards, the same pattern.
   core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(),
                          dropout_spec(l, DropoutSite::attn_residual));
-  row_parallel_linear_backward(
-      ctx_, {.dinp = core::zeroed(ctx_, s.d_atty), .dweight = dw.attn_proj_w, .dbias = dw.attn_proj_b},
-      s.d_branch.data(), a.atty.data(), w.attn_proj_w, N, Cp, C);
+  row_parallel_backward({.dinp = core::zeroed(ctx_, s.d_atty), .dweight = dw.attn_proj_w, .dbias = dw.attn_proj_b},
+                        s.d_branch.data(), a.atty.data(), w.attn_proj_w, Cp);
   core::attention_backward(ctx_, core::zeroed(ctx_, s.d_qkv), s.d_att.data(), s.d_atty.data(), a.qkv.data(),
                            a.att.data(), B, T, Cp, NHp, dropout_spec(l, DropoutSite::attention_probs));
-  column_parallel_linear_backward(ctx_, tp(),
-                                  {.dinp = core::zeroed(ctx_, s.d_ln), .dweight = dw.c_attn_w, .dbias = dw.c_attn_b},
-                                  s.d_qkv.data(), a.ln1.data(), w.c_attn_w, N, C, 3 * Cp);
+  column_parallel_backward({.dinp = core::zeroed(ctx_, s.d_ln), .dweight = dw.c_attn_w, .dbias = dw.c_attn_b},
+                           s.d_qkv.data(), a.ln1.data(), w.c_attn_w, 3 * Cp);
   core::layernorm_backward(ctx_, {.dinp = s.d_res.data(), .dweight = dw.ln_1_w, .dbias = dw.ln_1_b}, s.d_ln.data(), x,
-                           w.ln_1_w, a.ln1_mean.data(), a.ln1_rstd.data(), N, C);
+                           w.ln_1_w, a.ln1_mean.data(), a.ln1_rstd.data(), Nl, C);
+}
+
+void GPT::column_parallel_backward(const core::LayerGrads& add_to, const float* dout, const float* inp,
+                                   const float* w, int OCp) {
+  const int N = acts_.B * acts_.T, C = config_.n_embd;
+  if (sp_) {
+    column_parallel_linear_backward_sp(ctx_, tp(), add_to, scratch_.gathered.data(),
+                                       core::zeroed(ctx_, scratch_.partial), dout, inp, w, N, C, OCp);
+  } else {
+    column_parallel_linear_backward(ctx_, tp(), add_to, dout, inp, w, N, C, OCp);
+  }
+}
+
+void GPT::row_parallel_backward(const core::LayerGrads& add_to, const float* dout, const float* inp, const float* w,
+                                int Kp) {
+  const int N = acts_.B * acts_.T, C = config_.n_embd;
+  if (sp_) {
+    row_parallel_linear_backward_sp(ctx_, tp(), add_to, scratch_.gathered.data(), dout, inp, w, N, Kp, C);
+  } else {
+    row_parallel_linear_backward(ctx_, add_to, dout, inp, w, N, Kp, C);
+  }
 }
 
 // The norm counts every canonical element once: replicated tensors on rank 0 only, then one

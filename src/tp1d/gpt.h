@@ -3,6 +3,10 @@
 // attention and MLP branch is f → column-parallel linear → local work → row-parallel linear → g;
 // the embedding and the loss are vocab-parallel. The code follows serial::GPT line by line, so a
 // reader can hold the two side by side; every difference is a split or a collective.
+// With sequence parallelism (Megatron's, chapter 5) the residual stream — the LayerNorms, the
+// residual adds and their dropouts — is split too: rank r holds rows [r·N/p, (r+1)·N/p) of every
+// (N, C) activation outside the parallel regions. f becomes an all-gather of those rows (and a
+// reduce-scatter backward), g a reduce-scatter (and an all-gather backward); tp1d/mappings.h.
 #pragma once
 
 #include <cstdint>
@@ -20,48 +24,57 @@
 
 namespace optimus::tp1d {
 
-/// What one block keeps for backward. N = B*T; Cp = C/p, Fp = F/p, NHp = NH/p (this rank's share).
+/// What one block's forward computes and its backward reads (its output is kept apart, in
+/// Activations::outputs). N = B*T; Cp = C/p, Fp = F/p, NHp = NH/p (this rank's share); Nl = N
+/// rows of the residual stream, replicated, or N/p with sequence parallelism.
 struct BlockActivations {
-  core::Buffer ln1, ln1_mean, ln1_rstd;  // (N, C), (N), (N) replicated
+  core::Buffer ln1, ln1_mean, ln1_rstd;  // (Nl, C), (Nl), (Nl)
   core::Buffer qkv;                      // (N, 3Cp) this rank's heads' Q | K | V
   core::Buffer att;                      // (B, NHp, T, T)
   core::Buffer atty;                     // (N, Cp)
-  core::Buffer attproj;                  // (N, C) after g, bias and dropout: replicated
-  core::Buffer res1;                     // (N, C)
-  core::Buffer ln2, ln2_mean, ln2_rstd;  // (N, C), (N), (N)
+  core::Buffer attproj;                  // (Nl, C) after g, bias and dropout
+  core::Buffer res1;                     // (Nl, C)
+  core::Buffer ln2, ln2_mean, ln2_rstd;  // (Nl, C), (Nl), (Nl)
   core::Buffer fch, fch_gelu;            // (N, Fp)
-  core::Buffer fcproj;                   // (N, C) after g, bias and dropout
-  core::Buffer res2;                     // (N, C)
+  core::Buffer fcproj;                   // (Nl, C) after g, bias and dropout
 };
 
 struct Activations {
   int B = 0, T = 0;
-  model::ActivationBlock block;     // every row and column; of the heads, this rank's NH/p
+  model::ActivationBlock block;     // every column; of the heads, this rank's NH/p; rows [n0, n0 + Nl)
   core::IntBuffer inputs, targets;  // (B, T) every rank holds the whole batch
-  core::Buffer encoded;             // (N, C)
-  std::vector<BlockActivations> blocks;
-  core::Buffer lnf, lnf_mean, lnf_rstd;               // (N, C), (N), (N)
+  core::Buffer encoded;             // (Nl, C)
+  std::vector<BlockActivations> blocks;  // L working sets, or 1 with recomputation (working_set)
+  std::vector<core::Buffer> outputs;     // L of (Nl, C): block l's output, block l+1's input
+  core::Buffer lnf, lnf_mean, lnf_rstd;               // (Nl, C), (Nl), (Nl)
   core::Buffer logits;                                // (N, Vp) this rank's vocabulary columns, Vp = ⌈V/p⌉
   core::Buffer ce_max, ce_sumexp, ce_target, losses;  // (N) each, full-row values after the all-reduces
 };
 
 struct BackwardScratch {
-  core::Buffer d_res, d_branch, d_ln;  // (N, C)
+  core::Buffer d_res, d_branch, d_ln;  // (Nl, C)
   core::Buffer d_atty;                 // (N, Cp)
   core::Buffer d_qkv;                  // (N, 3Cp)
   core::Buffer d_att;                  // (B, NHp, T, T)
   core::Buffer d_fch, d_fch_gelu;      // (N, Fp)
   core::Buffer d_logits;               // (N, Vp)
+  // With sequence parallelism only: the receive buffer of an all-gather (every rank's rows, the
+  // whole input of a parallel region or the whole gradient of its output), and the send buffer of
+  // a reduce-scatter (this rank's partial sum over all rows).
+  core::Buffer gathered, partial;  // (N, C) each
 };
 
 class GPT {
  public:
   /// Collective-free: checks divisibility (ConfigError) and initialises this rank's shards from
   /// Philox, so the gathered model equals serial::GPT's under the same seed, bit for bit.
-  GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid1D& grid);
+  /// memory chooses recomputation and sequence parallelism (chapter 5).
+  GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid1D& grid,
+      const model::MemoryOptions& memory = {});
 
   /// Forward pass on the global batch (every rank passes the same inputs and targets); returns the
-  /// mean loss over the B*T tokens, the same on every rank.
+  /// mean loss over the B*T tokens, the same on every rank. With sequence parallelism B·T must be
+  /// a multiple of p (ConfigError).
   float forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train = true);
   void backward();
   /// Global-norm clipping; the norm counts every canonical element once (replicated tensors on
@@ -80,14 +93,27 @@ class GPT {
  private:
   void ensure_buffers(int B, int T);
   core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
+  BlockActivations& working_set(int l);
+  void embedding_forward(const float* wte, const float* wpe);
+  void embedding_backward(float* dwte, float* dwpe);
   void block_forward(int l, const float* x);
   void block_backward(int l, const float* x);
+  // A column-parallel linear from my rows of the residual stream, a row-parallel one back to
+  // them: f and g, or with sequence parallelism their all-gather / reduce-scatter forms.
+  void column_parallel_forward(float* out, const float* inp, const float* w, const float* b, int OCp);
+  void column_parallel_backward(const core::LayerGrads& add_to, const float* dout, const float* inp, const float* w,
+                                int OCp);
+  void row_parallel_forward(float* out, const float* inp, const float* w, const float* b, int Kp);
+  void row_parallel_backward(const core::LayerGrads& add_to, const float* dout, const float* inp, const float* w,
+                             int Kp);
 
   model::GPTConfig config_;
   core::Context ctx_;
   uint32_t seed_;
   comm::Grid1D grid_;
   int p_, r_;
+  model::Recompute recompute_;
+  bool sp_;  // sequence parallelism
   model::ParamSet params_;
   model::ModelParams param_;  // params_'s values by name
   model::ModelParams grad_;   // params_'s gradients by name

@@ -29,6 +29,29 @@ void row_parallel_linear_forward(const core::Context& ctx, comm::Communicator& t
 void row_parallel_linear_backward(const core::Context& ctx, const core::LayerGrads& add_to, const float* dout,
                                   const float* inp, const float* w, int N, int Cp, int OC);
 
+// Sequence parallel forms (chapter 5): the input of a column-parallel linear and the output of a
+// row-parallel one are this rank's rows (N/p, C) of the residual stream; f and g become f_sp and
+// g_sp (tp1d/mappings.h). `gathered` and `partial` are (N, C) communication buffers.
+
+/// out (N, OCp) = f_sp(inp (N/p, C)) · w (C, OCp) + b: gathered (N, C) receives every rank's rows.
+void column_parallel_linear_forward_sp(const core::Context& ctx, comm::Communicator& tp, float* out, float* gathered,
+                                       const float* inp, const float* w, const float* b, int N, int C, int OCp);
+/// The input was not kept whole: gathered receives it again for dweight, dbias += this rank's
+/// gradients; partial (N, C), zero on entry, gets my partial input gradient, and add_to.dinp (N/p, C) is overwritten
+/// with my rows of its sum over ranks (f_sp backward).
+void column_parallel_linear_backward_sp(const core::Context& ctx, comm::Communicator& tp,
+                                        const core::LayerGrads& add_to, float* gathered, float* partial,
+                                        const float* dout, const float* inp, const float* w, int N, int C, int OCp);
+/// out (N/p, OC) = my rows of g_sp(inp (N, Cp) · w (Cp, OC)) + b: partial (N, OC) holds my partial
+/// product, the bias is added to my rows after the sum.
+void row_parallel_linear_forward_sp(const core::Context& ctx, comm::Communicator& tp, float* out, float* partial,
+                                    const float* inp, const float* w, const float* b, int N, int Cp, int OC);
+/// gathered (N, OC) = every rank's rows of dout (N/p, OC) (g_sp backward); then add_to += the
+/// gradients from the whole dout, as row_parallel_linear_backward does, so dbias is whole.
+void row_parallel_linear_backward_sp(const core::Context& ctx, comm::Communicator& tp, const core::LayerGrads& add_to,
+                                     float* gathered, const float* dout, const float* inp, const float* w, int N,
+                                     int Cp, int OC);
+
 /// out (N, C) = g(lookup of the tokens in my vocabulary rows [v0, v0 + Vp), zero for the others).
 void vocab_parallel_embedding_forward(const core::Context& ctx, comm::Communicator& tp, float* out, const int* tokens,
                                       const float* wte, int N, int C, int v0, int Vp);

@@ -8,6 +8,7 @@
 
 #include "comm/scalar.h"
 #include "core/errors.h"
+#include "model/gradient_bucket.h"
 #include "tp2d/layers.h"
 #include "tp2d/shard_2d.h"
 #include "tp2d/summa.h"
@@ -18,9 +19,18 @@ using core::Buffer;
 using core::DropoutSite;
 using core::MemoryCategory;
 
-GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid2D& grid)
-    : config_(config), ctx_(ctx), seed_(seed), grid_(grid), q_(grid.q()), i_(grid.i()), j_(grid.j()) {
+GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid2D& grid,
+         const model::MemoryOptions& memory)
+    : config_(config),
+      ctx_(ctx),
+      seed_(seed),
+      recompute_(memory.recompute),
+      grid_(grid),
+      q_(grid.q()),
+      i_(grid.i()),
+      j_(grid.j()) {
   config_.validate();
+  model::require_no_sequence_parallel(memory, "2d");
   check_divisible_2d(config_, q_);
   Vb_ = vocab_block(config_, q_);
   const int q = q_, i = i_, j = j_;
@@ -46,11 +56,12 @@ void GPT::ensure_buffers(int B, int T) {
   };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
-  acts_.block = {.B = B, .T = T, .b0 = i_ * Bb, .Bl = Bb, .c0 = j_ * Cb, .Cl = Cb, .h0 = j_ * NHb, .NHl = NHb};
+  acts_.block = {.B = B, .T = T, .b0 = i_ * Bb, .Bl = Bb, .c0 = j_ * Cb, .Cl = Cb, .h0 = j_ * NHb, .NHl = NHb,
+                 .n0 = i_ * Nb, .Nl = Nb};
   acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {Bb, T}, ctx_.device);
   acts_.encoded = act({Nb, Cb});
-  for (int l = 0; l < config_.n_layer; ++l) {
+  for (int l = 0; l < model::working_sets(config_, recompute_); ++l) {
     BlockActivations b;
     b.ln1 = act({Nb, Cb}), b.ln1_mean = act({Nb}), b.ln1_rstd = act({Nb});
     b.qkv = act({Nb, 3 * Cb});
@@ -58,15 +69,21 @@ void GPT::ensure_buffers(int B, int T) {
     b.atty = act({Nb, Cb}), b.attproj = act({Nb, Cb}), b.res1 = act({Nb, Cb});
     b.ln2 = act({Nb, Cb}), b.ln2_mean = act({Nb}), b.ln2_rstd = act({Nb});
     b.fch = act({Nb, Fb}), b.fch_gelu = act({Nb, Fb});
-    b.fcproj = act({Nb, Cb}), b.res2 = act({Nb, Cb});
+    b.fcproj = act({Nb, Cb});
     acts_.blocks.push_back(std::move(b));
   }
+  for (int l = 0; l < config_.n_layer; ++l) acts_.outputs.push_back(act({Nb, Cb}));
   acts_.lnf = act({Nb, Cb}), acts_.lnf_mean = act({Nb}), acts_.lnf_rstd = act({Nb});
   acts_.logits = act({Nb, Vb});
   acts_.ce_max = act({Nb}), acts_.ce_sumexp = act({Nb}), acts_.ce_target = act({Nb}), acts_.losses = act({Nb});
   scratch_.d_res = tmp({Nb, Cb}), scratch_.d_branch = tmp({Nb, Cb}), scratch_.d_ln = tmp({Nb, Cb});
   scratch_.d_atty = tmp({Nb, Cb}), scratch_.d_qkv = tmp({Nb, 3 * Cb}), scratch_.d_att = tmp({Bb, NHb, T, T});
   scratch_.d_fch = tmp({Nb, Fb}), scratch_.d_fch_gelu = tmp({Nb, Fb}), scratch_.d_logits = tmp({Nb, Vb});
+}
+
+// Block l's working set: its own, or the one every block shares under recomputation.
+BlockActivations& GPT::working_set(int l) {
+  return acts_.blocks[recompute_ == model::Recompute::block ? 0 : static_cast<size_t>(l)];
 }
 
 // Every tile drops exactly the canonical elements the serial run drops: an activation tile is
@@ -104,7 +121,7 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   const float* x = acts_.encoded.data();
   for (int l = 0; l < config_.n_layer; ++l) {
     block_forward(l, x);
-    x = acts_.blocks[static_cast<size_t>(l)].res2.data();
+    x = acts_.outputs[static_cast<size_t>(l)].data();
   }
 
   // Final LayerNorm (row statistics), tied LM head by SUMMA A·Bᵀ (logits of batch block i for
@@ -123,8 +140,10 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   return static_cast<float>(sum / N);
 }
 
+// One block, into outputs[l] (the same steps as serial::GPT's, each on tiles).
 void GPT::block_forward(int l, const float* x) {
-  BlockActivations& a = acts_.blocks[static_cast<size_t>(l)];
+  BlockActivations& a = working_set(l);
+  float* out = acts_.outputs[static_cast<size_t>(l)].data();
   const model::BlockParams& w = param_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, Nb = N / q_, C = config_.n_embd, Cb = C / q_, F = config_.ffn(),
             Fb = F / q_, NHb = config_.n_head / q_;
@@ -148,7 +167,7 @@ void GPT::block_forward(int l, const float* x) {
   core::gelu_forward(ctx_, a.fch_gelu.data(), a.fch.data(), int64_t{Nb} * Fb);
   linear_2d_forward(ctx_, grid_, a.fcproj.data(), a.fch_gelu.data(), w.mlp_proj_w, w.mlp_proj_b, N, F, C);
   core::dropout_forward(ctx_, a.fcproj.data(), a.fcproj.data(), dropout_spec(l, DropoutSite::mlp_residual));
-  core::residual_forward(ctx_, a.res2.data(), a.res1.data(), a.fcproj.data(), int64_t{Nb} * Cb);
+  core::residual_forward(ctx_, out, a.res1.data(), a.fcproj.data(), int64_t{Nb} * Cb);
 }
 
 // ---- backward -----------------------------------------------------------------------------------
@@ -167,12 +186,15 @@ void GPT::backward() {
   // LM head, the backward of A·Bᵀ: d_lnf = d_logits · wte (SUMMA A·B), dwte += d_logitsᵀ · lnf (SUMMA Aᵀ·B).
   summa_abt_backward(ctx_, grid_, core::zeroed(ctx_, s.d_ln), dw.wte, s.d_logits.data(), acts_.lnf.data(), w.wte, N, V,
                      C);
-  const float* x_last = config_.n_layer > 0 ? acts_.blocks.back().res2.data() : acts_.encoded.data();
+  const float* x_last = config_.n_layer > 0 ? acts_.outputs.back().data() : acts_.encoded.data();
   layernorm_2d_backward(ctx_, grid_, {.dinp = core::zeroed(ctx_, s.d_res), .dweight = dw.ln_f_w, .dbias = dw.ln_f_b},
                         s.d_ln.data(), x_last, w.ln_f_w, acts_.lnf_mean.data(), acts_.lnf_rstd.data(), N, C);
 
+  // With recomputation each block first reruns its forward (its SUMMA products and LayerNorm
+  // all-reduces too) from its input, which refills the working set its backward reads.
   for (int l = config_.n_layer - 1; l >= 0; --l) {
-    const float* x = l == 0 ? acts_.encoded.data() : acts_.blocks[static_cast<size_t>(l - 1)].res2.data();
+    const float* x = l == 0 ? acts_.encoded.data() : acts_.outputs[static_cast<size_t>(l - 1)].data();
+    if (recompute_ == model::Recompute::block) block_forward(l, x);
     block_backward(l, x);
   }
 
@@ -181,11 +203,13 @@ void GPT::backward() {
   embedding_2d_backward(ctx_, grid_, dw.wte, s.d_branch.data(), acts_.inputs.data(), N, C, V);
   core::position_add_backward(ctx_, dw.wpe, s.d_branch.data(), B / q_, T, Cb);
 
-  sum_replicated_gradients();
+  // The gradients of the column-replicated parameters, summed over the column's q row blocks in
+  // one flat bucket: one call per step instead of one per tensor (about 13·L + 3 of them).
+  model::sum_gradients(params_, ctx_, grid_.col_comm(), column_replicated);
 }
 
 void GPT::block_backward(int l, const float* x) {
-  BlockActivations& a = acts_.blocks[static_cast<size_t>(l)];
+  BlockActivations& a = working_set(l);
   BackwardScratch& s = scratch_;
   const model::BlockParams &w = param_.blocks[static_cast<size_t>(l)], &dw = grad_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, Nb = N / q_, C = config_.n_embd, Cb = C / q_, F = config_.ffn(),
@@ -216,29 +240,6 @@ void GPT::block_backward(int l, const float* x) {
                      s.d_qkv.data(), a.ln1.data(), w.c_attn_w, N, C, 3 * C);
   layernorm_2d_backward(ctx_, grid_, {.dinp = s.d_res.data(), .dweight = dw.ln_1_w, .dbias = dw.ln_1_b}, s.d_ln.data(),
                         x, w.ln_1_w, a.ln1_mean.data(), a.ln1_rstd.data(), N, C);
-}
-
-// The gradients of the column-replicated parameters, summed over the column's q row blocks: every
-// such tensor is packed into one flat bucket, all-reduced down the column once, and unpacked.
-// One call per step instead of one per tensor (about 13·L + 3 of them).
-void GPT::sum_replicated_gradients() {
-  int64_t n = 0;
-  for (const auto& t : params_.tensors)
-    if (column_replicated(t.info.kind)) n += t.grad.numel();
-  Buffer bucket(*ctx_.ledger, MemoryCategory::communication, {n}, ctx_.device);
-  int64_t at = 0;
-  for (const auto& t : params_.tensors) {
-    if (!column_replicated(t.info.kind)) continue;
-    core::copy_on_device(ctx_, bucket.data() + at, t.grad.data(), t.grad.numel());
-    at += t.grad.numel();
-  }
-  grid_.col_comm().all_reduce(bucket.data(), n);
-  at = 0;
-  for (auto& t : params_.tensors) {
-    if (!column_replicated(t.info.kind)) continue;
-    core::copy_on_device(ctx_, t.grad.data(), bucket.data() + at, t.grad.numel());
-    at += t.grad.numel();
-  }
 }
 
 // The norm counts every canonical element once: column-replicated tensors on grid row 0 only,

@@ -22,7 +22,8 @@
 
 namespace optimus::tp2d {
 
-/// What one block keeps for backward, all tiles of rank (i, j). Nb = N/q rows (batch block i),
+/// What one block's forward computes and its backward reads (its output is kept apart, in
+/// Activations::outputs), all tiles of rank (i, j). Nb = N/q rows (batch block i),
 /// Cb = C/q, Fb = F/q columns (block j), NHb = NH/q heads (head group j), Bb = B/q sequences.
 struct BlockActivations {
   core::Buffer ln1, ln1_mean, ln1_rstd;  // (Nb, Cb), (Nb), (Nb): statistics of my rows, over the whole row
@@ -34,7 +35,6 @@ struct BlockActivations {
   core::Buffer ln2, ln2_mean, ln2_rstd;  // (Nb, Cb), (Nb), (Nb)
   core::Buffer fch, fch_gelu;            // (Nb, Fb)
   core::Buffer fcproj;                   // (Nb, Cb)
-  core::Buffer res2;                     // (Nb, Cb)
 };
 
 struct Activations {
@@ -43,7 +43,8 @@ struct Activations {
   core::IntBuffer inputs;        // (B, T): the whole batch (the embedding looks up every token)
   core::IntBuffer targets;       // (Bb, T): my rows' targets only
   core::Buffer encoded;          // (Nb, Cb)
-  std::vector<BlockActivations> blocks;
+  std::vector<BlockActivations> blocks;  // L working sets, or 1 with recomputation (working_set)
+  std::vector<core::Buffer> outputs;     // L of (Nb, Cb): block l's output, block l+1's input
   core::Buffer lnf, lnf_mean, lnf_rstd;               // (Nb, Cb), (Nb), (Nb)
   core::Buffer logits;                                // (Nb, Vb) vocabulary block j, Vb = ⌈V/q⌉
   core::Buffer ce_max, ce_sumexp, ce_target, losses;  // (Nb) each, full-row values after the row all-reduces
@@ -62,7 +63,10 @@ class GPT {
  public:
   /// Collective-free: checks divisibility (ConfigError) and initialises this rank's shards from
   /// Philox, so the gathered model equals serial::GPT's under the same seed, bit for bit.
-  GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid2D& grid);
+  /// memory.recompute chooses what the forward pass keeps (chapter 5); sequence parallelism is a
+  /// 1D mode (ConfigError here).
+  GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid2D& grid,
+      const model::MemoryOptions& memory = {});
 
   /// Forward pass on the global batch (every rank passes the same inputs and targets); returns the
   /// mean loss over all B*T tokens, the same on every rank. B must be a multiple of q (ConfigError).
@@ -86,13 +90,14 @@ class GPT {
  private:
   void ensure_buffers(int B, int T);
   core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
+  BlockActivations& working_set(int l);
   void block_forward(int l, const float* x);
   void block_backward(int l, const float* x);
-  void sum_replicated_gradients();
 
   model::GPTConfig config_;
   core::Context ctx_;
   uint32_t seed_;
+  model::Recompute recompute_;
   const comm::Grid2D& grid_;
   int q_, i_, j_;
   int Vb_;  // vocabulary rows of a block (and logit columns of a rank): ⌈V/q⌉

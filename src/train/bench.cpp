@@ -101,6 +101,7 @@ std::string bench(const BenchOptions& o, comm::World& world) {
                    "--model " + o.model + " at --batch " + std::to_string(B),
                    "use a smaller --batch or more processes");
   }
+  require_batch_fits(o.layout, B, world, T, o.memory.sequence_parallel);
   // The host ledger on the CPU (as before the GPU path), the device ledger on a GPU.
   const core::Context ctx = make_context(o.device, world);
   core::MemoryLedger& ledger = *ctx.ledger;
@@ -112,7 +113,7 @@ std::string bench(const BenchOptions& o, comm::World& world) {
   bench_tokens(inputs, targets, B, T, V);
   std::vector<double> step_ms, forward_ms;
   comm::CommLedger step_comm;
-  with_model(o.layout, config, 1, world, ctx, o.device.device_comm(), [&](auto& gpt) {
+  with_model(o.layout, config, 1, world, ctx, o.device.device_comm(), o.memory, [&](auto& gpt) {
     AdamW opt(gpt.params(), gpt.context(), AdamWOptions{});
     for (int s = 0; s < o.warmup + o.steps; ++s) {
       core::synchronize(ctx);  // a GPU's earlier work is not this step's (a no-op on the CPU)
@@ -167,12 +168,13 @@ std::string bench(const BenchOptions& o, comm::World& world) {
 
   char line[2048];
   std::snprintf(line, sizeof line,
-                "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"device\": \"%s\", \"model\": \"%s\", "
-                "\"B\": %d, \"T\": %d, \"L\": %d, \"C\": %d, \"NH\": %d, \"V\": %d, \"params\": %.0f, "
+                "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"recompute\": \"%s\", "
+                "\"sequence_parallel\": %s, \"device\": \"%s\", \"model\": \"%s\", \"B\": %d, \"T\": %d, \"L\": %d, \"C\": %d, \"NH\": %d, \"V\": %d, \"params\": %.0f, "
                 "\"threads\": %d, \"steps\": %d, \"step_ms\": %.3f, \"forward_ms\": %.3f, \"tokens_per_s\": %.1f, "
                 "\"flops_per_token\": \"6N + 6*L*C*T\", \"gflops\": %.2f, \"matmul_gflops\": %.2f, "
                 "\"fraction_of_matmul\": %.3f, \"peak_memory_mib\": %s, \"comm_per_step\": %s}",
-                o.layout.c_str(), world.size(), o.device.device.c_str(), o.model.c_str(), B, T, config.n_layer,
+                o.layout.c_str(), world.size(), model::to_string(o.memory.recompute).c_str(),
+                o.memory.sequence_parallel ? "true" : "false", o.device.device.c_str(), o.model.c_str(), B, T, config.n_layer,
                 config.n_embd, config.n_head, V, n_params, omp_get_max_threads(), o.steps, step, fwd,
                 1e3 * tokens / step, gflops, matmul, gflops / matmul, mem.c_str(), comm.c_str());
   return line;
@@ -190,7 +192,7 @@ bool step_fits(const BenchOptions& o, const model::GPTConfig& config, int B, siz
   bench_tokens(inputs, targets, B, config.n_positions, config.vocab_size);
   int failed = 0;
   try {
-    with_model(o.layout, config, 1, world, make_context(o.device, world, ledger), o.device.device_comm(),
+    with_model(o.layout, config, 1, world, make_context(o.device, world, ledger), o.device.device_comm(), o.memory,
                [&](auto& gpt) {
                  AdamW opt(gpt.params(), gpt.context(), AdamWOptions{});
                  gpt.params().zero_grads();
@@ -218,7 +220,7 @@ std::string max_batch_under_budget(const BenchOptions& o, comm::World& world) {
     require_memory(world, o.budget_mib * (1 << 20), what,
                    "choose a budget the machine can hold (the search allocates every batch it tries)");
   }
-  const int step = o.layout == "2d" ? comm::Grid2D::side(world.size()) : 1;  // batch split of the layout
+  const int step = model::batch_unit(o.layout, world.size(), config.n_positions, o.memory.sequence_parallel);
   const auto budget = static_cast<size_t>(o.budget_mib * (1 << 20));
   std::string memory = "{}", probe;
   int fits = 0, fails = 0;  // multiples of `step`: the largest known to fit, the smallest known not to
@@ -239,11 +241,12 @@ std::string max_batch_under_budget(const BenchOptions& o, comm::World& world) {
   }
   char line[1024];
   std::snprintf(line, sizeof line,
-                "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"device\": \"%s\", \"model\": \"%s\", "
-                "\"T\": %d, \"L\": %d, \"C\": %d, \"NH\": %d, \"budget_mib\": %g, \"batch_multiple_of\": %d, "
+                "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"recompute\": \"%s\", "
+                "\"sequence_parallel\": %s, \"device\": \"%s\", \"model\": \"%s\", \"T\": %d, \"L\": %d, \"C\": %d, \"NH\": %d, \"budget_mib\": %g, \"batch_multiple_of\": %d, "
                 "\"max_batch\": %d, \"peak_memory_mib_at_max\": %s}",
-                o.layout.c_str(), world.size(), o.device.device.c_str(), o.model.c_str(), config.n_positions,
-                config.n_layer, config.n_embd, config.n_head, o.budget_mib, step, fits * step, memory.c_str());
+                o.layout.c_str(), world.size(), model::to_string(o.memory.recompute).c_str(),
+                o.memory.sequence_parallel ? "true" : "false", o.device.device.c_str(), o.model.c_str(),
+                config.n_positions, config.n_layer, config.n_embd, config.n_head, o.budget_mib, step, fits * step, memory.c_str());
   return line;
 }
 

@@ -12,6 +12,7 @@
 
 #include "comm/world.h"
 #include "core/context.h"
+#include "model/activation_block.h"
 #include "model/config.h"
 #include "train/device.h"
 
@@ -24,6 +25,7 @@ struct BenchOptions {
   int steps = 7;          // measured steps (the median is reported)
   int warmup = 2;         // steps run first and not measured
   double budget_mib = 0;  // > 0: instead of timing, find the largest batch that fits this per rank
+  model::MemoryOptions memory;  // recomputation, sequence parallelism (chapter 5)
   DeviceOptions device;   // --device, --device-comm
 };
 

@@ -52,21 +52,24 @@ inline void require_world_fits(const std::string& layout, comm::World& world) {
 }
 
 /// Builds the model of `layout` for this world (initialised from `seed`, its memory on `ctx`, its
-/// collectives on model_communicator) and returns body(model). A layout that does not fit the
-/// world, or a size not divisible, is a core::ConfigError raised identically on every rank before
-/// any communication.
+/// collectives on model_communicator, recomputation and sequence parallelism as `memory` asks) and
+/// returns body(model). A layout that does not fit the world, a size not divisible, or sequence
+/// parallelism outside 1d is a core::ConfigError raised identically on every rank before any
+/// communication.
 template <typename Body>
 int with_model(const std::string& layout, const model::GPTConfig& config, uint32_t seed, comm::World& world,
-               const core::Context& ctx, comm::DeviceComm device_comm, Body&& body) {
+               const core::Context& ctx, comm::DeviceComm device_comm, const model::MemoryOptions& memory,
+               Body&& body) {
   require_world_fits(layout, world);
+  if (layout != "1d") model::require_no_sequence_parallel(memory, layout);
   if (layout == "serial") {
-    serial::GPT gpt(config, ctx, seed);
+    serial::GPT gpt(config, ctx, seed, memory);
     return body(gpt);
   }
   if (layout == "1d") {
     std::unique_ptr<comm::Communicator> device;  // outlives the grid and the model
     comm::Grid1D grid(model_communicator(world, ctx, device_comm, device));
-    tp1d::GPT gpt(config, ctx, seed, grid);
+    tp1d::GPT gpt(config, ctx, seed, grid, memory);
     return body(gpt);
   }
   if (layout == "2d") {
@@ -74,10 +77,17 @@ int with_model(const std::string& layout, const model::GPTConfig& config, uint32
     tp2d::check_divisible_2d(config, comm::Grid2D::side(world.size()));
     std::unique_ptr<comm::Communicator> device;
     comm::Grid2D grid(model_communicator(world, ctx, device_comm, device));
-    tp2d::GPT gpt(config, ctx, seed, grid);
+    tp2d::GPT gpt(config, ctx, seed, grid, memory);
     return body(gpt);
   }
   throw core::ConfigError("unknown layout '" + layout.substr(0, 40) + "'; choose serial, 1d or 2d");
+}
+
+/// The same, keeping every activation (no recomputation, no sequence parallelism).
+template <typename Body>
+int with_model(const std::string& layout, const model::GPTConfig& config, uint32_t seed, comm::World& world,
+               const core::Context& ctx, comm::DeviceComm device_comm, Body&& body) {
+  return with_model(layout, config, seed, world, ctx, device_comm, model::MemoryOptions{}, std::forward<Body>(body));
 }
 
 /// The same with the device communicator chosen automatically.
@@ -88,8 +98,18 @@ int with_model(const std::string& layout, const model::GPTConfig& config, uint32
 }
 
 /// Throws core::ConfigError, on every rank alike, unless the layout can split a batch of B
-/// sequences: 2D cuts the batch over the q rows of its grid. (The model checks it again.)
-inline void require_batch_fits(const std::string& layout, int B, comm::World& world) {
+/// sequences of T tokens: 2D cuts the batch over the q rows of its grid, 1D with sequence
+/// parallelism the B·T tokens over its p ranks. (The model checks it again.)
+inline void require_batch_fits(const std::string& layout, int B, comm::World& world, int T = 1,
+                               bool sequence_parallel = false) {
+  const int64_t tokens = int64_t{B} * T;
+  if (layout == "1d" && sequence_parallel && tokens % world.size() != 0) {
+    throw core::ConfigError("sequence parallelism splits the B·T = " + std::to_string(tokens) +
+                            " tokens of a batch over the p = " + std::to_string(world.size()) + " ranks, but " +
+                            std::to_string(tokens) + " is not divisible by " + std::to_string(world.size()) +
+                            "; choose --batch and --seq whose product is a multiple of " +
+                            std::to_string(world.size()));
+  }
   if (layout != "2d") return;
   const int q = comm::Grid2D::side(world.size());
   if (B % q != 0) {

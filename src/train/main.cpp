@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,19 @@ void add_model_flags(CLI::App* app, model::GPTConfig& m) {
   app->add_option("--heads", m.n_head, "attention heads NH (must divide C)")->capture_default_str();
   app->add_option("--seq", m.n_positions, "sequence length T (also the model's n_positions)")->capture_default_str();
   app->add_option("--dropout", m.dropout, "dropout probability")->capture_default_str();
+}
+
+// Chapter 5's memory flags, shared by train, bench and plan.
+void add_memory_flags(CLI::App* app, model::MemoryOptions& m) {
+  const std::map<std::string, model::Recompute> recompute{{"none", model::Recompute::none},
+                                                          {"block", model::Recompute::block}};
+  app->add_option("--recompute", m.recompute,
+                  "what the forward pass keeps: none (every activation, the default) or block (each block's input; "
+                  "the backward pass reruns the block's forward)")
+      ->transform(CLI::CheckedTransformer(recompute));
+  app->add_flag("--sequence-parallel", m.sequence_parallel,
+                "1d only: split the LayerNorms, dropouts and residual adds over the ranks by tokens (Megatron's "
+                "sequence parallelism)");
 }
 
 // The checkpoint's model, refused before anything is allocated when this machine cannot hold it at
@@ -94,6 +108,7 @@ int main(int argc, char** argv) {
     train::TrainOptions t;
     auto* train_cmd = app.add_subcommand("train", "train a GPT on a text file");
     train_cmd->add_option("--layout", t.layout, "serial, 1d or 2d")->capture_default_str();
+    add_memory_flags(train_cmd, t.memory);
     train_cmd->add_option("--data", t.data,
                           "training text file (its bytes are the tokens), token file, or a folder written by optimus "
                           "tokenize (its train.tok, val.tok and tokenizer); required");
@@ -205,6 +220,7 @@ int main(int argc, char** argv) {
                      "instead of timing: the largest batch whose training step fits this many MiB per rank")
         ->check(CLI::NonNegativeNumber);
     train::add_device_flags(bench_cmd, b_opt.device);
+    add_memory_flags(bench_cmd, b_opt.memory);
 
     // plan
     plan::PlanOptions p_opt;
@@ -230,6 +246,7 @@ int main(int argc, char** argv) {
                          "ranks on one node (default: the profile's devices_per_node)");
     plan_cmd->add_option("--threads", p_opt.threads, "CPU threads per rank (time model)")->capture_default_str();
     plan_cmd->add_flag("--overlap", p_opt.overlap, "2d: SUMMA's broadcasts and reduces hidden behind its products");
+    add_memory_flags(plan_cmd, p_opt.memory);
 
     try {
       app.parse(argc, argv);

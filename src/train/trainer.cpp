@@ -503,7 +503,7 @@ int train(TrainOptions o, comm::World& world) {
     throw core::ConfigError("--overwrite starts a new run and --resume continues one; give one of them");
   }
   o.model.validate();
-  require_batch_fits(o.layout, B, world);
+  require_batch_fits(o.layout, B, world, T, o.memory.sequence_parallel);
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
   }
@@ -535,7 +535,7 @@ int train(TrainOptions o, comm::World& world) {
 
   const core::Context ctx = make_context(o.device, world);
   if (ctx.device == core::Device::cuda) world.print0("device: cuda, %s\n", core::cuda_device_report().c_str());
-  return with_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(),
+  return with_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(), o.memory,
                     [&](auto& gpt) { return run_training(o, world, gpt, train_data, val_data, eval_batches); });
 }
 

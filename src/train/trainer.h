@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/world.h"
+#include "model/activation_block.h"
 #include "model/config.h"
 #include "train/data.h"
 #include "train/device.h"
@@ -25,6 +26,7 @@ struct TrainOptions {
   std::string resume;               // checkpoint folder to continue from
   std::string init_from;            // checkpoint whose weights (and model) start a new run
   bool overwrite = false;           // an --out holding an earlier run: replace its checkpoints and metrics
+  model::MemoryOptions memory;      // recomputation, sequence parallelism (chapter 5)
   model::GPTConfig model;           // n_positions is also the training sequence length T, unless seq is set
   int seq = 0;                      // T when shorter than the model's n_positions (--init-from); 0: n_positions
   int batch = 8;                    // B

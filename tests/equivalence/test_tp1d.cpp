@@ -1,8 +1,9 @@
 // Stage 2 against stage 1 (chapter 2): the Megatron 1D GPT on p ranks (the world)
 // equals the serial GPT — parameters bitwise at initialisation (L3), loss and every gradient after
 // one step with dropout on (L4), the loss trajectory and weights over five AdamW steps (L5) — and
-// each parallel layer equals its serial layer (L2). Every rank also runs the serial model, which is
-// small, so the comparison needs no file.
+// each parallel layer equals its serial layer (L2). L3 to L5 run twice: as chapter 2 built it, and
+// with sequence parallelism (chapter 5), whose communication has its own formula below. Every rank
+// also runs the serial model, which is small, so the comparison needs no file.
 #include <catch2/catch.hpp>
 
 #include <vector>
@@ -34,8 +35,13 @@ std::vector<float> ramp(int64_t n, float scale, int salt) {  // deterministic te
   return equivalence::normal_data(n, scale, {3u, 0x7200u + static_cast<uint32_t>(salt)});
 }
 
-std::string tag(const std::string& what) {
-  return what + " p=" + std::to_string(mpi_test::world().size());
+std::string tag(const std::string& what, bool sequence_parallel = false) {
+  return what + " p=" + std::to_string(mpi_test::world().size()) + (sequence_parallel ? " sequence-parallel" : "");
+}
+
+// Chapter 2's 1D, or chapter 5's 1D with sequence parallelism; both run every L3-L5 test.
+model::MemoryOptions layout_1d(bool sequence_parallel) {
+  return {.recompute = model::Recompute::none, .sequence_parallel = sequence_parallel};
 }
 
 }  // namespace
@@ -44,7 +50,8 @@ TEST_CASE("1D initial parameters, gathered, are bitwise equal to serial", "[tp1d
   auto& world = mpi_test::world();
   comm::Grid1D grid(world.comm());
   const auto cfg = small_config(0.0f);
-  tp1d::GPT par(cfg, core::cpu_context(), 42, grid);
+  const bool sp = GENERATE(false, true);
+  tp1d::GPT par(cfg, core::cpu_context(), 42, grid, layout_1d(sp));
   serial::GPT ser(cfg, core::cpu_context(), 42);
   bool all_equal = true;
   for (size_t i = 0; i < par.params().tensors.size(); ++i) {
@@ -53,7 +60,7 @@ TEST_CASE("1D initial parameters, gathered, are bitwise equal to serial", "[tp1d
     const auto& s = ser.params().tensors[i];
     all_equal = all_equal && full == copy(s.value.data(), s.value.numel());
   }
-  report(tag("L3 initial parameters bitwise equal (1 = yes)"), all_equal ? 1.0 : 0.0);
+  report(tag("L3 initial parameters bitwise equal (1 = yes)", sp), all_equal ? 1.0 : 0.0);
   MPI_REQUIRE(all_equal);
 }
 
@@ -64,23 +71,24 @@ TEST_CASE("1D one step with dropout equals serial: loss, logits and every gradie
   const int B = 4, T = 16, N = B * T;
   std::vector<int> in, tg;
   make_batch(in, tg, B, T, 1);
-  tp1d::GPT par(cfg, core::cpu_context(), 7, grid);
+  const bool sp = GENERATE(false, true);
+  tp1d::GPT par(cfg, core::cpu_context(), 7, grid, layout_1d(sp));
   serial::GPT ser(cfg, core::cpu_context(), 7);
   par.params().zero_grads(), ser.params().zero_grads();
   const float lp = par.forward(in.data(), tg.data(), B, T, 3), ls = ser.forward(in.data(), tg.data(), B, T, 3);
   par.backward(), ser.backward();
 
   const double loss_err = std::abs(static_cast<double>(lp) - ls) / std::abs(static_cast<double>(ls));
-  report(tag("L4 loss relative error"), loss_err);
+  report(tag("L4 loss relative error", sp), loss_err);
   const auto logits =
       equivalence::gather_columns(world.comm(), par.activations().logits.data(), N, cfg.vocab_size / world.size());
   const double logit_err = rel_error(logits, copy(ser.activations().logits.data(), int64_t{N} * cfg.vocab_size));
-  report(tag("L4 logits relative error"), logit_err);
+  report(tag("L4 logits relative error", sp), logit_err);
   const double grad_err = equivalence::worst_param_error(
       par.params(), ser.params(), world.comm(), par.spec_of(),
-      [](const model::ParamTensor& t) { return t.grad.data(); }, tag("L4 gradient relative error"));
+      [](const model::ParamTensor& t) { return t.grad.data(); }, tag("L4 gradient relative error", sp));
   const float norm_p = par.clip_gradients(0.0f), norm_s = ser.clip_gradients(0.0f);
-  report(tag("L4 gradient norm relative error"), std::abs(norm_p - norm_s) / norm_s);
+  report(tag("L4 gradient norm relative error", sp), std::abs(norm_p - norm_s) / norm_s);
   MPI_REQUIRE(loss_err <= 1e-5);
   MPI_REQUIRE(logit_err <= 1e-5);
   MPI_REQUIRE(grad_err <= 1e-4);
@@ -92,7 +100,8 @@ TEST_CASE("1D five AdamW steps with dropout and clipping equal serial: losses an
   comm::Grid1D grid(world.comm());
   const auto cfg = small_config(0.1f);
   const int B = 4, T = 16;
-  tp1d::GPT par(cfg, core::cpu_context(), 5, grid);
+  const bool sp = GENERATE(false, true);
+  tp1d::GPT par(cfg, core::cpu_context(), 5, grid, layout_1d(sp));
   serial::GPT ser(cfg, core::cpu_context(), 5);
   train::AdamWOptions ao;
   train::AdamW opt_p(par.params(), core::cpu_context(), ao), opt_s(ser.params(), core::cpu_context(), ao);
@@ -109,10 +118,10 @@ TEST_CASE("1D five AdamW steps with dropout and clipping equal serial: losses an
     par.clip_gradients(0.5f), ser.clip_gradients(0.5f);
     opt_p.update(par.params(), 3e-3f), opt_s.update(ser.params(), 3e-3f);
   }
-  report(tag("L5 worst loss relative error over 5 steps"), worst_loss);
+  report(tag("L5 worst loss relative error over 5 steps", sp), worst_loss);
   const double w_err = equivalence::worst_param_error(
       par.params(), ser.params(), world.comm(), par.spec_of(),
-      [](const model::ParamTensor& t) { return t.value.data(); }, tag("L5 weight relative error after 5 steps"));
+      [](const model::ParamTensor& t) { return t.value.data(); }, tag("L5 weight relative error after 5 steps", sp));
   MPI_REQUIRE(worst_loss <= 1e-4);
   MPI_REQUIRE(w_err <= 1e-4);
 }
@@ -238,5 +247,58 @@ TEST_CASE("1D communication per training step equals the chapter's formula", "[t
   MPI_REQUIRE(step.calls(name, comm::CommOp::all_reduce) == want_calls);
   MPI_REQUIRE(step.bytes(name, comm::CommOp::all_reduce) == want_bytes);
   MPI_REQUIRE(step.calls() == want_calls);  // and nothing but all-reduces
+  MPI_REQUIRE(step.bytes() == want_bytes);
+}
+
+TEST_CASE("1D with sequence parallelism: communication per training step equals the chapter's formula", "[tp1d]") {
+  // Chapter 5, "Sequence parallelism": with N = B·T, per rank and step, all on the tensor-parallel
+  // group. Each f becomes an all-gather and each g a reduce-scatter of N·C floats (the ledger counts
+  // the whole gathered or reduced size), in both directions, and a column-parallel linear's
+  // backward gathers its input again (it was kept as this rank's rows only):
+  //   all-gather:     forward 2L + 1 (ln_1, ln_2, ln_f into the parallel regions);
+  //                   backward 2L (g_sp of the two row-parallel outputs' gradients) + 2L + 1 (the
+  //                   inputs again, ln_f's too) + 1 (the embedding's output gradient): 6L + 3 calls;
+  //   reduce-scatter: forward 1 (embedding) + 2L (row-parallel outputs); backward 1 (LM head) + 2L:
+  //                   4L + 2 calls;
+  //   all-reduce:     3 of N floats (loss), 1 of the LayerNorms' gradients (2·(2L + 1)·C floats),
+  //                   1 of one double (the squared gradient norm).
+  auto& world = mpi_test::world();
+  comm::Grid1D grid(world.comm());
+  const auto cfg = small_config(0.1f);
+  const int B = 4, T = 16, L = cfg.n_layer, C = cfg.n_embd;
+  const int64_t N = int64_t{B} * T, f = 4;
+  std::vector<int> in, tg;
+  make_batch(in, tg, B, T, 2);
+  tp1d::GPT par(cfg, core::cpu_context(), 1, grid, layout_1d(true));
+  auto& ledger = world.comm().ledger();
+  const auto before = ledger.snapshot();
+  par.params().zero_grads();
+  par.forward(in.data(), tg.data(), B, T, 0);
+  par.backward();
+  par.clip_gradients(1.0f);
+  const auto step = ledger.since(before);
+  const std::string name = world.comm().name();
+  struct Want {
+    const char* what;
+    comm::CommOp op;
+    int64_t calls, bytes;
+  };
+  const Want wants[] = {
+      {"all-gather", comm::CommOp::all_gather, 6 * L + 3, f * (6 * L + 3) * N * C},
+      {"reduce-scatter", comm::CommOp::reduce_scatter, 4 * L + 2, f * (4 * L + 2) * N * C},
+      {"all-reduce", comm::CommOp::all_reduce, 5, f * (3 * N + 2 * (2 * L + 1) * C) + 8},
+  };
+  bool all_equal = true;
+  int64_t want_calls = 0, want_bytes = 0;
+  for (const Want& w : wants) {
+    equivalence::report_count(tag(std::string("ledger: ") + w.what + " calls per step", true), step.calls(name, w.op),
+                              w.calls);
+    equivalence::report_count(tag(std::string("ledger: ") + w.what + " bytes per step", true), step.bytes(name, w.op),
+                              w.bytes);
+    all_equal = all_equal && step.calls(name, w.op) == w.calls && step.bytes(name, w.op) == w.bytes;
+    want_calls += w.calls, want_bytes += w.bytes;
+  }
+  MPI_REQUIRE(all_equal);
+  MPI_REQUIRE(step.calls() == want_calls);  // and nothing else
   MPI_REQUIRE(step.bytes() == want_bytes);
 }
