@@ -6,7 +6,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -40,12 +39,10 @@ void add_model_flags(CLI::App* app, model::GPTConfig& m) {
 
 // Chapter 5's memory flags, shared by train, bench and plan.
 void add_memory_flags(CLI::App* app, model::MemoryOptions& m) {
-  const std::map<std::string, model::Recompute> recompute{{"none", model::Recompute::none},
-                                                          {"block", model::Recompute::block}};
-  app->add_option("--recompute", m.recompute,
-                  "what the forward pass keeps: none (every activation, the default) or block (each block's input; "
-                  "the backward pass reruns the block's forward)")
-      ->transform(CLI::CheckedTransformer(recompute));
+  app->add_option_function<std::string>(
+      "--recompute", [&m](const std::string& name) { m.recompute = model::parse_recompute(name); },
+      "what the forward pass keeps: none (every activation, the default) or block (each block's input; the "
+      "backward pass reruns the block's forward)");
   app->add_flag("--sequence-parallel", m.sequence_parallel,
                 "1d only: split the LayerNorms, dropouts and residual adds over the ranks by tokens (Megatron's "
                 "sequence parallelism)");

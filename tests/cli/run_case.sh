@@ -125,6 +125,20 @@ case_2d_heads_not_divisible() {
     "$mpiexec" -np 4 "$optimus" train --layout 2d --layers 1 --embd 48 --heads 3 --seq 16 --batch 4 "${quiet[@]}" \
     --data "$ws/text.txt" --out "$ws/new_run"
 }
+case_sequence_parallel_not_1d() {
+  refused "--sequence-parallel is a mode of the 1d layout, not of 2d" \
+    "$mpiexec" -np 4 "$optimus" train --layout 2d --sequence-parallel "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" \
+    --out "$ws/new_run"
+}
+case_sequence_parallel_tokens_not_divisible() {
+  refused "the B·T = 16 tokens of a batch over the p = 3 ranks, but 16 is not divisible by 3" \
+    "$mpiexec" -np 3 "$optimus" train --layout 1d --sequence-parallel --layers 1 --embd 24 --heads 3 --seq 16 \
+    --batch 1 "${quiet[@]}" --data "$ws/text.txt" --out "$ws/new_run"
+}
+case_recompute_unknown() {
+  refused "unknown --recompute 'selective'; choose none or block" \
+    "$optimus" train --recompute selective "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" --out "$ws/new_run"
+}
 case_2d_batch_not_divisible() {
   refused "--batch 3 is not divisible by 2" \
     "$mpiexec" -np 4 "$optimus" train --layout 2d --layers 1 --embd 32 --heads 2 --seq 16 --batch 3 "${quiet[@]}" \

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# L6 across layouts: a 2D run on 4 ranks saved after 3 of 6 steps and resumed in 2D on
+# L6 across layouts. Mode 2d: a 2D run on 4 ranks saved after 3 of 6 steps and resumed in 2D on
 # 4 ranks continues bitwise identically (weights, AdamW moments, losses; dropout on); resumed in
 # serial and in 1D on 2 ranks it continues correctly: the losses of steps 4-6 and the final
 # model's evaluation loss within 1e-5 (relative) of the straight 2D run.
-# Usage: run_resume_layouts.sh OPTIMUS MPIEXEC
+# Mode memory (chapter 5): the same for a run of 1D with sequence parallelism and recomputation on
+# 4 ranks, resumed in that layout (bitwise), in serial with recomputation and in 2D on 4 ranks;
+# and the straight run without recomputation ends with the same bytes as the one with it.
+# Usage: run_resume_layouts.sh OPTIMUS MPIEXEC [2d|memory]
 set -euo pipefail
-optimus=$1 mpiexec=$2
+optimus=$1 mpiexec=$2 mode=${3:-2d}
 source "$(dirname "$0")/lib.sh"
 /usr/bin/python3 -c "
 import random
@@ -14,37 +17,61 @@ open('$tmp/text.txt', 'w').write(''.join(r.choice('abcdefgh ijk.\n') for _ in ra
 
 common=(--data "$tmp/text.txt" --steps 6 --batch 4 --seq 16 --layers 2 --embd 32 --heads 4 --dropout 0.1
         --warmup 2 --eval-interval 0 --eval-batches 2 --seed 11 --log-interval 1 --progress lines)
-"$mpiexec" -np 4 "$optimus" train --layout 2d "${common[@]}" --checkpoint-interval 3 --keep 0 --out "$tmp/straight"
-"$mpiexec" -np 4 "$optimus" train --layout 2d "${common[@]}" --resume "$tmp/straight/step_000003" --out "$tmp/2d"
-"$optimus" train --layout serial "${common[@]}" --resume "$tmp/straight/step_000003" --out "$tmp/serial"
-"$mpiexec" -np 2 "$optimus" train --layout 1d "${common[@]}" --resume "$tmp/straight/step_000003" --out "$tmp/1d"
-
-for f in model.safetensors train_state.safetensors; do
-  if cmp -s "$tmp/straight/step_000006/$f" "$tmp/2d/step_000006/$f"; then
-    echo "2d resumed in 2d: identical step_000006/$f"
-  else
-    echo "2d resumed in 2d: DIFFERENT step_000006/$f"; status=1
-  fi
-done
-losses() { grep -o '"step": [4-6], "train_loss": [^,]*' "$1/metrics.jsonl"; }
-if diff <(losses "$tmp/straight") <(losses "$tmp/2d"); then
-  echo "2d resumed in 2d: identical losses of steps 4-6"
+if [[ $mode == memory ]]; then
+  name="1d+sp+recompute"
+  layout=(-np 4 "$optimus" train --layout 1d --sequence-parallel --recompute block)
+  others=(serial 2d)
+  serial_memory=(--recompute block)
+  "$mpiexec" -np 4 "$optimus" train --layout 1d --sequence-parallel "${common[@]}" --out "$tmp/kept"
 else
-  echo "2d resumed in 2d: DIFFERENT losses of steps 4-6"; status=1
+  name="2d"
+  serial_memory=()
+  layout=(-np 4 "$optimus" train --layout 2d)
+  others=(serial 1d)
+fi
+"$mpiexec" "${layout[@]}" "${common[@]}" --checkpoint-interval 3 --keep 0 --out "$tmp/straight"
+"$mpiexec" "${layout[@]}" "${common[@]}" --resume "$tmp/straight/step_000003" --out "$tmp/same"
+for run in "${others[@]}"; do
+  case $run in
+    serial) "$optimus" train --layout serial "${serial_memory[@]}" "${common[@]}" \
+              --resume "$tmp/straight/step_000003" --out "$tmp/serial" ;;
+    1d) "$mpiexec" -np 2 "$optimus" train --layout 1d "${common[@]}" --resume "$tmp/straight/step_000003" \
+          --out "$tmp/1d" ;;
+    2d) "$mpiexec" -np 4 "$optimus" train --layout 2d "${common[@]}" --resume "$tmp/straight/step_000003" \
+          --out "$tmp/2d" ;;
+  esac
+done
+
+identical() {  # NAME FOLDER_A FOLDER_B: the step-6 checkpoints' files byte for byte
+  for f in model.safetensors train_state.safetensors; do
+    if cmp -s "$2/step_000006/$f" "$3/step_000006/$f"; then
+      echo "$1: identical step_000006/$f"
+    else
+      echo "$1: DIFFERENT step_000006/$f"; status=1
+    fi
+  done
+}
+identical "$name resumed in $name" "$tmp/straight" "$tmp/same"
+[[ $mode == memory ]] && identical "1d+sp without recomputation vs with it" "$tmp/kept" "$tmp/straight"
+losses() { grep -o '"step": [4-6], "train_loss": [^,]*' "$1/metrics.jsonl"; }
+if diff <(losses "$tmp/straight") <(losses "$tmp/same"); then
+  echo "$name resumed in $name: identical losses of steps 4-6"
+else
+  echo "$name resumed in $name: DIFFERENT losses of steps 4-6"; status=1
 fi
 eval_loss() { "$optimus" eval --checkpoint "$1" --data "$tmp/text.txt" --batch 4 --seq 16 --batches 3 | awk '{print $2}'; }
 ref=$(eval_loss "$tmp/straight/step_000006")
-for run in serial 1d; do
+for run in "${others[@]}"; do
   got=$(eval_loss "$tmp/$run/step_000006")
-  /usr/bin/python3 - "$run" "$tmp/straight/metrics.jsonl" "$tmp/$run/metrics.jsonl" "$got" "$ref" <<'PY' || status=1
+  /usr/bin/python3 - "$name" "$run" "$tmp/straight/metrics.jsonl" "$tmp/$run/metrics.jsonl" "$got" "$ref" <<'PY' || status=1
 import json, sys
-run, a, b, got, ref = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
+name, run, a, b, got, ref = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), float(sys.argv[6])
 loss = lambda p: {m["step"]: m["train_loss"] for m in map(json.loads, open(p)) if "train_loss" in m}
 la, lb = loss(a), loss(b)
 worst = max(abs(lb[s] - la[s]) / abs(la[s]) for s in (4, 5, 6))
 e = abs(got - ref) / abs(ref)
-print(f"2d resumed in {run}: worst loss difference of steps 4-6 {worst:.1e}; final model eval {got:.9g} vs {ref:.9g} "
-      f"(2d straight), relative {e:.1e}")
+print(f"{name} resumed in {run}: worst loss difference of steps 4-6 {worst:.1e}; final model eval {got:.9g} vs "
+      f"{ref:.9g} ({name} straight), relative {e:.1e}")
 sys.exit(0 if worst <= 1e-5 and e <= 1e-5 else 1)
 PY
 done
