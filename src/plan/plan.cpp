@@ -308,8 +308,8 @@ std::string plan_report(const PlanOptions& o) {
   out << "plan: layout " << o.layout << " on " << o.ranks << " ranks, L" << c.n_layer << " C" << c.n_embd << " NH"
       << c.n_head << " T" << c.n_positions << " V" << c.vocab_size << " (" << c.num_parameters()
       << " parameters), batch " << o.batch << (o.memory.sequence_parallel ? ", sequence parallel" : "")
-      << (o.memory.recompute == model::Recompute::block ? ", recompute block" : "") << "; one training step on the meta device for " << ranks.size() << " of "
-      << o.ranks << " ranks; "
+      << (o.memory.recompute == model::Recompute::block ? ", recompute block" : "")
+      << "; one training step on the meta device for " << ranks.size() << " of " << o.ranks << " ranks; "
       << (timed ? "time model: hardware " + hardware.name + ", " +
                       std::to_string(placement_of(o, hardware).ranks_per_node) + " ranks per node, " +
                       std::to_string(o.threads) + " thread(s) per rank" + (o.overlap ? ", SUMMA overlapped" : "")

@@ -56,8 +56,7 @@ void GPT::ensure_buffers(int B, int T) {
   };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
-  acts_.block = {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = C, .h0 = r_ * NHp, .NHl = NHp,
-                 .n0 = n0, .Nl = Nl};
+  acts_.block = {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = C, .h0 = r_ * NHp, .NHl = NHp, .n0 = n0, .Nl = Nl};
   acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.encoded = act({Nl, C});
@@ -168,8 +167,8 @@ void GPT::block_forward(int l, const float* x) {
   BlockActivations& a = working_set(l);
   float* out = acts_.outputs[static_cast<size_t>(l)].data();
   const model::BlockParams& w = param_.blocks[static_cast<size_t>(l)];
-  const int B = acts_.B, T = acts_.T, N = B * T, Nl = static_cast<int>(acts_.block.Nl), C = config_.n_embd,
-            Cp = C / p_, Fp = config_.ffn() / p_, NHp = config_.n_head / p_;
+  const int B = acts_.B, T = acts_.T, N = B * T, Nl = static_cast<int>(acts_.block.Nl), C = config_.n_embd, Cp = C / p_,
+            Fp = config_.ffn() / p_, NHp = config_.n_head / p_;
   const float eps = config_.layer_norm_epsilon;
 
   // Attention: f → column-parallel c_attn (my heads) → local attention → row-parallel c_proj → g → bias.
@@ -214,8 +213,8 @@ void GPT::row_parallel_forward(float* out, const float* inp, const float* w, con
 // makes is passed zeroed.
 
 void GPT::backward() {
-  const int N = acts_.B * acts_.T, Nl = static_cast<int>(acts_.block.Nl), C = config_.n_embd,
-            V = config_.vocab_size, Vp = vocab_part(config_, p_), v0 = r_ * Vp;
+  const int N = acts_.B * acts_.T, Nl = static_cast<int>(acts_.block.Nl), C = config_.n_embd, V = config_.vocab_size,
+            Vp = vocab_part(config_, p_), v0 = r_ * Vp;
   BackwardScratch& s = scratch_;
   const model::ModelParams &w = param_, &dw = grad_;
 
@@ -275,8 +274,8 @@ void GPT::block_backward(int l, const float* x) {
   BlockActivations& a = working_set(l);
   BackwardScratch& s = scratch_;
   const model::BlockParams &w = param_.blocks[static_cast<size_t>(l)], &dw = grad_.blocks[static_cast<size_t>(l)];
-  const int B = acts_.B, T = acts_.T, N = B * T, Nl = static_cast<int>(acts_.block.Nl), C = config_.n_embd,
-            Cp = C / p_, Fp = config_.ffn() / p_, NHp = config_.n_head / p_;
+  const int B = acts_.B, T = acts_.T, N = B * T, Nl = static_cast<int>(acts_.block.Nl), C = config_.n_embd, Cp = C / p_,
+            Fp = config_.ffn() / p_, NHp = config_.n_head / p_;
 
   // MLP branch, backwards: dropout, the row-parallel c_proj (its g is the identity), GELU, the
   // column-parallel c_fc, whose f all-reduces the partial d_ln2 before LayerNorm's backward.
@@ -303,8 +302,8 @@ void GPT::block_backward(int l, const float* x) {
                            w.ln_1_w, a.ln1_mean.data(), a.ln1_rstd.data(), Nl, C);
 }
 
-void GPT::column_parallel_backward(const core::LayerGrads& add_to, const float* dout, const float* inp,
-                                   const float* w, int OCp) {
+void GPT::column_parallel_backward(const core::LayerGrads& add_to, const float* dout, const float* inp, const float* w,
+                                   int OCp) {
   const int N = acts_.B * acts_.T, C = config_.n_embd;
   if (sp_) {
     column_parallel_linear_backward_sp(ctx_, tp(), add_to, scratch_.gathered.data(),

@@ -41,13 +41,13 @@ struct BlockActivations {
 
 struct Activations {
   int B = 0, T = 0;
-  model::ActivationBlock block;     // every column; of the heads, this rank's NH/p; rows [n0, n0 + Nl)
-  core::IntBuffer inputs, targets;  // (B, T) every rank holds the whole batch
-  core::Buffer encoded;             // (Nl, C)
+  model::ActivationBlock block;          // every column; of the heads, this rank's NH/p; rows [n0, n0 + Nl)
+  core::IntBuffer inputs, targets;       // (B, T) every rank holds the whole batch
+  core::Buffer encoded;                  // (Nl, C)
   std::vector<BlockActivations> blocks;  // L working sets, or 1 with recomputation (working_set)
   std::vector<core::Buffer> outputs;     // L of (Nl, C): block l's output, block l+1's input
-  core::Buffer lnf, lnf_mean, lnf_rstd;               // (Nl, C), (Nl), (Nl)
-  core::Buffer logits;                                // (N, Vp) this rank's vocabulary columns, Vp = ⌈V/p⌉
+  core::Buffer lnf, lnf_mean, lnf_rstd;  // (Nl, C), (Nl), (Nl)
+  core::Buffer logits;                   // (N, Vp) this rank's vocabulary columns, Vp = ⌈V/p⌉
   core::Buffer ce_max, ce_sumexp, ce_target, losses;  // (N) each, full-row values after the all-reduces
 };
 

@@ -44,8 +44,8 @@ void column_parallel_linear_backward_sp(const core::Context& ctx, comm::Communic
                                         const float* dout, const float* inp, const float* w, int N, int C, int OCp) {
   const int p = tp.size();
   f_sp_forward(tp, gathered, inp, int64_t{N / p} * C);
-  core::linear_backward(ctx, {.dinp = partial, .dweight = add_to.dweight, .dbias = add_to.dbias}, dout, gathered, w,
-                        N, C, OCp);
+  core::linear_backward(ctx, {.dinp = partial, .dweight = add_to.dweight, .dbias = add_to.dbias}, dout, gathered, w, N,
+                        C, OCp);
   f_sp_backward(tp, add_to.dinp, partial, int64_t{N / p} * C);
 }
 

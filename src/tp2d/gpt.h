@@ -39,12 +39,12 @@ struct BlockActivations {
 
 struct Activations {
   int B = 0, T = 0;
-  model::ActivationBlock block;  // batch block i, C block j, head group j
-  core::IntBuffer inputs;        // (B, T): the whole batch (the embedding looks up every token)
-  core::IntBuffer targets;       // (Bb, T): my rows' targets only
-  core::Buffer encoded;          // (Nb, Cb)
-  std::vector<BlockActivations> blocks;  // L working sets, or 1 with recomputation (working_set)
-  std::vector<core::Buffer> outputs;     // L of (Nb, Cb): block l's output, block l+1's input
+  model::ActivationBlock block;                       // batch block i, C block j, head group j
+  core::IntBuffer inputs;                             // (B, T): the whole batch (the embedding looks up every token)
+  core::IntBuffer targets;                            // (Bb, T): my rows' targets only
+  core::Buffer encoded;                               // (Nb, Cb)
+  std::vector<BlockActivations> blocks;               // L working sets, or 1 with recomputation (working_set)
+  std::vector<core::Buffer> outputs;                  // L of (Nb, Cb): block l's output, block l+1's input
   core::Buffer lnf, lnf_mean, lnf_rstd;               // (Nb, Cb), (Nb), (Nb)
   core::Buffer logits;                                // (Nb, Vb) vocabulary block j, Vb = ⌈V/q⌉
   core::Buffer ce_max, ce_sumexp, ce_target, losses;  // (Nb) each, full-row values after the row all-reduces

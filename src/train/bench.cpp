@@ -169,13 +169,14 @@ std::string bench(const BenchOptions& o, comm::World& world) {
   char line[2048];
   std::snprintf(line, sizeof line,
                 "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"recompute\": \"%s\", "
-                "\"sequence_parallel\": %s, \"device\": \"%s\", \"model\": \"%s\", \"B\": %d, \"T\": %d, \"L\": %d, \"C\": %d, \"NH\": %d, \"V\": %d, \"params\": %.0f, "
+                "\"sequence_parallel\": %s, \"device\": \"%s\", \"model\": \"%s\", \"B\": %d, \"T\": %d, \"L\": %d, "
+                "\"C\": %d, \"NH\": %d, \"V\": %d, \"params\": %.0f, "
                 "\"threads\": %d, \"steps\": %d, \"step_ms\": %.3f, \"forward_ms\": %.3f, \"tokens_per_s\": %.1f, "
                 "\"flops_per_token\": \"6N + 6*L*C*T\", \"gflops\": %.2f, \"matmul_gflops\": %.2f, "
                 "\"fraction_of_matmul\": %.3f, \"peak_memory_mib\": %s, \"comm_per_step\": %s}",
                 o.layout.c_str(), world.size(), model::to_string(o.memory.recompute).c_str(),
-                o.memory.sequence_parallel ? "true" : "false", o.device.device.c_str(), o.model.c_str(), B, T, config.n_layer,
-                config.n_embd, config.n_head, V, n_params, omp_get_max_threads(), o.steps, step, fwd,
+                o.memory.sequence_parallel ? "true" : "false", o.device.device.c_str(), o.model.c_str(), B, T,
+                config.n_layer, config.n_embd, config.n_head, V, n_params, omp_get_max_threads(), o.steps, step, fwd,
                 1e3 * tokens / step, gflops, matmul, gflops / matmul, mem.c_str(), comm.c_str());
   return line;
 }
@@ -242,11 +243,13 @@ std::string max_batch_under_budget(const BenchOptions& o, comm::World& world) {
   char line[1024];
   std::snprintf(line, sizeof line,
                 "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"recompute\": \"%s\", "
-                "\"sequence_parallel\": %s, \"device\": \"%s\", \"model\": \"%s\", \"T\": %d, \"L\": %d, \"C\": %d, \"NH\": %d, \"budget_mib\": %g, \"batch_multiple_of\": %d, "
+                "\"sequence_parallel\": %s, \"device\": \"%s\", \"model\": \"%s\", \"T\": %d, \"L\": %d, \"C\": %d, "
+                "\"NH\": %d, \"budget_mib\": %g, \"batch_multiple_of\": %d, "
                 "\"max_batch\": %d, \"peak_memory_mib_at_max\": %s}",
                 o.layout.c_str(), world.size(), model::to_string(o.memory.recompute).c_str(),
                 o.memory.sequence_parallel ? "true" : "false", o.device.device.c_str(), o.model.c_str(),
-                config.n_positions, config.n_layer, config.n_embd, config.n_head, o.budget_mib, step, fits * step, memory.c_str());
+                config.n_positions, config.n_layer, config.n_embd, config.n_head, o.budget_mib, step, fits * step,
+                memory.c_str());
   return line;
 }
 

@@ -22,11 +22,11 @@ struct BenchOptions {
   std::string layout = "serial";  // serial, 1d or 2d (train/layouts.h)
   std::string model = "tiny";     // a named configuration (GPTConfig::named)
   int batch = 8;
-  int steps = 7;          // measured steps (the median is reported)
-  int warmup = 2;         // steps run first and not measured
-  double budget_mib = 0;  // > 0: instead of timing, find the largest batch that fits this per rank
+  int steps = 7;                // measured steps (the median is reported)
+  int warmup = 2;               // steps run first and not measured
+  double budget_mib = 0;        // > 0: instead of timing, find the largest batch that fits this per rank
   model::MemoryOptions memory;  // recomputation, sequence parallelism (chapter 5)
-  DeviceOptions device;   // --device, --device-comm
+  DeviceOptions device;         // --device, --device-comm
 };
 
 /// Throws core::ConfigError, on every rank alike, for options no benchmark can use (a batch,

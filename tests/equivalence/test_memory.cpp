@@ -4,7 +4,8 @@
 // parallelism and 2D (when the world is a square). And the activation memory each rank's ledger
 // records equals the chapter's formula for every layout and recompute setting.
 // The model: L = 3, NH = P heads (P = the world's size, so 1D splits them P ways and 2D √P ways),
-// C = 8P, T = 16, B the smallest batch of at least 4 that every layout splits, the byte vocabulary V = 256 (padded where P does not divide it).
+// C = 8P, T = 16, B the smallest batch of at least 4 that every layout splits, the byte vocabulary V = 256 (padded
+// where P does not divide it).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
