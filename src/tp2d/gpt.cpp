@@ -56,16 +56,8 @@ void GPT::ensure_buffers(int B, int T) {
   };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
-  acts_.block = {.B = B,
-                 .T = T,
-                 .b0 = i_ * Bb,
-                 .Bl = Bb,
-                 .c0 = j_ * Cb,
-                 .Cl = Cb,
-                 .h0 = j_ * NHb,
-                 .NHl = NHb,
-                 .n0 = i_ * Nb,
-                 .Nl = Nb};
+  acts_.block = {.B = B, .T = T, .b0 = i_ * Bb, .Bl = Bb, .c0 = j_ * Cb, .Cl = Cb, .h0 = j_ * NHb, .NHl = NHb};
+  acts_.block.n0 = i_ * Nb, acts_.block.Nl = Nb;  // the rows of batch block i
   acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {Bb, T}, ctx_.device);
   acts_.encoded = act({Nb, Cb});
