@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 
 #include "comm/grid.h"
@@ -33,6 +34,18 @@ core::DropoutSpec dropout_spec(const GPTConfig& config, const ActivationBlock& b
     d.block = core::GlobalBlock::matrix(block.Nl, block.Cl, block.n0, block.c0, B * T, C);
   }
   return d;
+}
+
+ActivationBlock place_in_batch(ActivationBlock local, const BatchSlice& slice) {
+  if (slice.global == 0) return local;
+  if (slice.b0 < 0 || slice.b0 + local.B > slice.global) {
+    throw std::invalid_argument("a part of " + std::to_string(local.B) + " sequences at " + std::to_string(slice.b0) +
+                                " does not lie inside a batch of " + std::to_string(slice.global));
+  }
+  local.b0 += slice.b0;
+  local.n0 += slice.b0 * local.T;
+  local.B = slice.global;
+  return local;
 }
 
 void require_no_sequence_parallel(const MemoryOptions& memory, const std::string& layout) {

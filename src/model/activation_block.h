@@ -30,6 +30,21 @@ struct ActivationBlock {
   int64_t n0 = 0, Nl = 0;   // my rows of the residual stream, of B·T
 };
 
+/// Which part of a step's batch one forward pass runs on: its B sequences are the sequences
+/// [b0, b0 + B) of a batch of `global` sequences (global = 0: the batch is the whole step's). The
+/// micro-batches of gradient accumulation are such parts. A stage keys its dropout masks by the
+/// whole batch's canonical indices and divides its loss by the whole batch's B·T tokens, so the
+/// parts' gradients add up to the whole batch's.
+struct BatchSlice {
+  int64_t global = 0;
+  int64_t b0 = 0;
+};
+
+/// `local`, a rank's block of a batch of local.B sequences, placed in the batch `slice` is part of:
+/// B becomes slice.global, and the rank's sequences and rows move down by slice.b0 sequences.
+/// std::invalid_argument unless the part lies inside the batch.
+ActivationBlock place_in_batch(ActivationBlock local, const BatchSlice& slice);
+
 /// What the forward pass keeps for the backward pass (chapter 5). none: every block's activations.
 /// block: each block's input only, and one block's working set that every block reuses; the
 /// backward pass reruns a block's forward from its input just before that block's backward, with

@@ -33,7 +33,6 @@ void GPT::ensure_buffers(int B, int T) {
   };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
-  acts_.block = {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = C, .h0 = 0, .NHl = NH, .n0 = 0, .Nl = N};
   // The token ids are the step's input, recorded as workspace (the activation formulas count floats).
   acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
@@ -58,6 +57,13 @@ void GPT::ensure_buffers(int B, int T) {
   scratch_.d_fch = tmp({N, F}), scratch_.d_fch_gelu = tmp({N, F}), scratch_.d_logits = tmp({N, V});
 }
 
+// The whole batch: one device holds all of it.
+model::ActivationBlock GPT::block_of(int B, int T) const {
+  const int64_t N = int64_t{B} * T;
+  return {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = config_.n_embd, .h0 = 0, .NHl = config_.n_head, .n0 = 0,
+          .Nl = N};
+}
+
 // Block l's working set: its own, or the one every block shares under recomputation.
 BlockActivations& GPT::working_set(int l) {
   return acts_.blocks[recompute_ == model::Recompute::block ? 0 : static_cast<size_t>(l)];
@@ -70,9 +76,11 @@ core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
 
 // ---- forward ------------------------------------------------------------------------------------
 
-float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train) {
+float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train,
+                   const model::BatchSlice& slice) {
   model::check_sequence_length(config_, T);
   ensure_buffers(B, T);
+  acts_.block = model::place_in_batch(block_of(B, T), slice);
   step_ = step;
   train_ = train;
   const int N = B * T, C = config_.n_embd, V = config_.vocab_size;
@@ -100,7 +108,7 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
                              acts_.logits.data(), acts_.targets.data(), N, V, V);
   double sum = 0.0;
   core::sum(ctx_, &sum, acts_.losses.data(), N);  // in double, on the device; the result on the host
-  return static_cast<float>(sum / N);
+  return static_cast<float>(sum / static_cast<double>(batch_tokens()));
 }
 
 // One block: x → x + drop(c_proj(attn(ln_1(x)))) → + drop(mlp(ln_2(·))), into outputs[l].
@@ -137,9 +145,10 @@ void GPT::backward() {
   BackwardScratch& s = scratch_;
   const model::ModelParams &w = param_, &dw = grad_;
 
-  // Loss: the mean over N tokens, so each token's loss has gradient 1/N.
+  // Loss: the mean over the batch's tokens (the step's, when this pass is a part of it), so each
+  // token's loss has gradient 1/N.
   core::crossentropy_backward(ctx_, core::zeroed(ctx_, s.d_logits), acts_.logits.data(), acts_.ce_max.data(),
-                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(N), N, V, 0, V);
+                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(batch_tokens()), N, V, 0, V);
   // LM head: d_lnf = d_logits · wte; dwte += d_logitsᵀ · lnf (the first of wte's two gradients).
   core::matmul_backward(ctx_, core::zeroed(ctx_, s.d_ln), dw.wte, s.d_logits.data(), acts_.lnf.data(), w.wte, N, V, C,
                         Trans::no, Trans::yes);

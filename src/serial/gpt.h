@@ -71,7 +71,10 @@ class GPT {
 
   /// Runs the forward pass on inputs and targets (B, T), host memory, and returns the mean loss
   /// over the B*T tokens. `step` keys the dropout masks; `train` = false turns dropout off (evaluation).
-  float forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train = true);
+  /// `slice`: the part of a larger batch these B sequences are (gradient accumulation); the
+  /// returned loss is then their share of the larger batch's mean.
+  float forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train = true,
+                const model::BatchSlice& slice = {});
   /// Accumulates the gradient of the last forward's mean loss into params().grad. Call zero_grads first.
   void backward();
 
@@ -91,6 +94,8 @@ class GPT {
 
  private:
   void ensure_buffers(int B, int T);
+  model::ActivationBlock block_of(int B, int T) const;  // this rank's block of a batch of B
+  int64_t batch_tokens() const { return acts_.block.B * acts_.block.T; }  // the step's tokens
   core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
   BlockActivations& working_set(int l);
   void block_forward(int l, const float* x);

@@ -50,13 +50,12 @@ void GPT::ensure_buffers(int B, int T) {
   scratch_ = BackwardScratch{};
   const int64_t N = int64_t{B} * T, C = config_.n_embd, Cp = C / p_, Fp = config_.ffn() / p_,
                 Vp = vocab_part(config_, p_), NHp = config_.n_head / p_;
-  const int64_t Nl = sp_ ? N / p_ : N, n0 = sp_ ? r_ * Nl : 0;  // my rows of the residual stream
+  const int64_t Nl = sp_ ? N / p_ : N;  // my rows of the residual stream
   auto act = [&](core::Shape s) {
     return Buffer(*ctx_.ledger, MemoryCategory::activations, std::move(s), ctx_.device);
   };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
-  acts_.block = {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = C, .h0 = r_ * NHp, .NHl = NHp, .n0 = n0, .Nl = Nl};
   acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.encoded = act({Nl, C});
@@ -86,6 +85,14 @@ void GPT::ensure_buffers(int B, int T) {
   }
 }
 
+// Every row and column; of the heads, my NH/p; of the residual stream's rows all, or with sequence
+// parallelism my slice [r·N/p, (r+1)·N/p).
+model::ActivationBlock GPT::block_of(int B, int T) const {
+  const int64_t N = int64_t{B} * T, NHp = config_.n_head / p_, Nl = sp_ ? N / p_ : N;
+  return {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = config_.n_embd, .h0 = r_ * NHp, .NHl = NHp,
+          .n0 = sp_ ? r_ * Nl : 0, .Nl = Nl};
+}
+
 // Block l's working set: its own, or the one every block shares under recomputation.
 BlockActivations& GPT::working_set(int l) {
   return acts_.blocks[recompute_ == model::Recompute::block ? 0 : static_cast<size_t>(l)];
@@ -100,7 +107,8 @@ core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
 
 // ---- forward ------------------------------------------------------------------------------------
 
-float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train) {
+float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train,
+                   const model::BatchSlice& slice) {
   model::check_sequence_length(config_, T);
   if (sp_ && (int64_t{B} * T) % p_ != 0) {
     throw core::ConfigError("sequence parallelism splits the B·T = " + std::to_string(int64_t{B} * T) +
@@ -109,6 +117,7 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
                             "; choose --batch and --seq whose product is a multiple of " + std::to_string(p_));
   }
   ensure_buffers(B, T);
+  acts_.block = model::place_in_batch(block_of(B, T), slice);
   step_ = step;
   train_ = train;
   const int N = B * T, Nl = static_cast<int>(acts_.block.Nl), C = config_.n_embd, V = config_.vocab_size,
@@ -143,7 +152,7 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
                                               acts_.targets.data(), N, Vp, v0, V);
   double sum = 0.0;
   core::sum(ctx_, &sum, acts_.losses.data(), N);  // every rank holds every token's loss
-  return static_cast<float>(sum / N);
+  return static_cast<float>(sum / static_cast<double>(batch_tokens()));
 }
 
 // Vocab-parallel embedding into acts_.encoded: rows of tokens outside my vocabulary are zero, g
@@ -220,7 +229,7 @@ void GPT::backward() {
 
   // Loss: my vocabulary columns' share of (softmax − onehot) / N, from the full-row statistics.
   core::crossentropy_backward(ctx_, core::zeroed(ctx_, s.d_logits), acts_.logits.data(), acts_.ce_max.data(),
-                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(N), N, Vp, v0, V);
+                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(batch_tokens()), N, Vp, v0, V);
   // LM head: my partial d_lnf = d_logits · wte_mine; f's backward sums the ranks' partials (with
   // sequence parallelism f_sp's gives me my rows of the sum, and lnf is gathered again for dwte).
   if (sp_) {

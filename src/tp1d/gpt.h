@@ -75,7 +75,10 @@ class GPT {
   /// Forward pass on the global batch (every rank passes the same inputs and targets); returns the
   /// mean loss over the B*T tokens, the same on every rank. With sequence parallelism B·T must be
   /// a multiple of p (ConfigError).
-  float forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train = true);
+  /// `slice`: the part of a larger batch these B sequences are (gradient accumulation); the
+  /// returned loss is then their share of the larger batch's mean.
+  float forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train = true,
+                const model::BatchSlice& slice = {});
   void backward();
   /// Global-norm clipping; the norm counts every canonical element once (replicated tensors on
   /// rank 0 only), then one all-reduce of the squared sum.
@@ -92,6 +95,8 @@ class GPT {
 
  private:
   void ensure_buffers(int B, int T);
+  model::ActivationBlock block_of(int B, int T) const;  // this rank's block of a batch of B
+  int64_t batch_tokens() const { return acts_.block.B * acts_.block.T; }  // the step's tokens
   core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
   BlockActivations& working_set(int l);
   void embedding_forward(const float* wte, const float* wpe);

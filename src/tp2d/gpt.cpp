@@ -56,8 +56,6 @@ void GPT::ensure_buffers(int B, int T) {
   };
   auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
   acts_.B = B, acts_.T = T;
-  acts_.block = {.B = B, .T = T, .b0 = i_ * Bb, .Bl = Bb, .c0 = j_ * Cb, .Cl = Cb, .h0 = j_ * NHb, .NHl = NHb};
-  acts_.block.n0 = i_ * Nb, acts_.block.Nl = Nb;  // the rows of batch block i
   acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {Bb, T}, ctx_.device);
   acts_.encoded = act({Nb, Cb});
@@ -81,6 +79,13 @@ void GPT::ensure_buffers(int B, int T) {
   scratch_.d_fch = tmp({Nb, Fb}), scratch_.d_fch_gelu = tmp({Nb, Fb}), scratch_.d_logits = tmp({Nb, Vb});
 }
 
+// Batch block i (its sequences and rows), C block j, head group j.
+model::ActivationBlock GPT::block_of(int B, int T) const {
+  const int64_t Bb = B / q_, Nb = Bb * T, Cb = config_.n_embd / q_, NHb = config_.n_head / q_;
+  return {.B = B, .T = T, .b0 = i_ * Bb, .Bl = Bb, .c0 = j_ * Cb, .Cl = Cb, .h0 = j_ * NHb, .NHl = NHb,
+          .n0 = i_ * Nb, .Nl = Nb};
+}
+
 // Block l's working set: its own, or the one every block shares under recomputation.
 BlockActivations& GPT::working_set(int l) {
   return acts_.blocks[recompute_ == model::Recompute::block ? 0 : static_cast<size_t>(l)];
@@ -97,7 +102,8 @@ core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
 
 // ---- forward ------------------------------------------------------------------------------------
 
-float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train) {
+float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train,
+                   const model::BatchSlice& slice) {
   model::check_sequence_length(config_, T);
   if (B % q_ != 0) {
     throw core::ConfigError("the 2D layout splits the batch over the q = " + std::to_string(q_) +
@@ -105,6 +111,7 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
                             std::to_string(q_) + "; choose --batch a multiple of " + std::to_string(q_));
   }
   ensure_buffers(B, T);
+  acts_.block = model::place_in_batch(block_of(B, T), slice);
   step_ = step;
   train_ = train;
   const int N = B * T, Nb = N / q_, C = config_.n_embd, Cb = C / q_, V = Vb_ * q_;
@@ -137,7 +144,7 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   double sum = 0.0;
   core::sum(ctx_, &sum, acts_.losses.data(), Nb);
   sum = comm::all_reduce_scalar(grid_.col_comm(), ctx_, sum);
-  return static_cast<float>(sum / N);
+  return static_cast<float>(sum / static_cast<double>(batch_tokens()));
 }
 
 // One block, into outputs[l] (the same steps as serial::GPT's, each on tiles).
@@ -181,7 +188,7 @@ void GPT::backward() {
 
   // Loss: my tile's share of (softmax − onehot) / N, from the full-row statistics; no communication.
   core::crossentropy_backward(ctx_, core::zeroed(ctx_, s.d_logits), acts_.logits.data(), acts_.ce_max.data(),
-                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(N), Nb, Vb_,
+                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(batch_tokens()), Nb, Vb_,
                               j_ * Vb_, config_.vocab_size);
   // LM head, the backward of A·Bᵀ: d_lnf = d_logits · wte (SUMMA A·B), dwte += d_logitsᵀ · lnf (SUMMA Aᵀ·B).
   summa_abt_backward(ctx_, grid_, core::zeroed(ctx_, s.d_ln), dw.wte, s.d_logits.data(), acts_.lnf.data(), w.wte, N, V,

@@ -70,7 +70,10 @@ class GPT {
 
   /// Forward pass on the global batch (every rank passes the same inputs and targets); returns the
   /// mean loss over all B*T tokens, the same on every rank. B must be a multiple of q (ConfigError).
-  float forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train = true);
+  /// `slice`: the part of a larger batch these B sequences are (gradient accumulation); the
+  /// returned loss is then their share of the larger batch's mean.
+  float forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train = true,
+                const model::BatchSlice& slice = {});
   /// Backward pass, ending with the one column all-reduce of the 1-D parameters' gradients, so
   /// that afterwards every gradient is the whole gradient of its shard.
   void backward();
@@ -89,6 +92,8 @@ class GPT {
 
  private:
   void ensure_buffers(int B, int T);
+  model::ActivationBlock block_of(int B, int T) const;  // this rank's block of a batch of B
+  int64_t batch_tokens() const { return acts_.block.B * acts_.block.T; }  // the step's tokens
   core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
   BlockActivations& working_set(int l);
   void block_forward(int l, const float* x);

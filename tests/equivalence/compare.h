@@ -127,6 +127,21 @@ inline std::vector<float> copy(const float* p, int64_t n) {
   return std::vector<float>(p, p + n);
 }
 
+/// What one training step of `gpt` (zero the gradients, forward, backward, clip at 1) sends: the
+/// ledger of `world`, which also records every group split from it, before and after.
+template <typename Model>
+optimus::comm::CommLedger step_communication(Model& gpt, optimus::comm::Communicator& world,
+                                             const std::vector<int>& inputs, const std::vector<int>& targets, int B,
+                                             int T) {
+  auto& ledger = world.ledger();
+  const auto before = ledger.snapshot();
+  gpt.params().zero_grads();
+  gpt.forward(inputs.data(), targets.data(), B, T, 0);
+  gpt.backward();
+  gpt.clip_gradients(1.0f);
+  return ledger.since(before);
+}
+
 /// Prints "equivalence: <what> <value>" on rank 0.
 inline void report(const std::string& what, double value) {
   if (mpi_test::world().rank() == 0) std::printf("equivalence: %-60s %.3e\n", what.c_str(), value);

@@ -230,13 +230,7 @@ TEST_CASE("1D communication per training step equals the chapter's formula", "[t
   std::vector<int> in, tg;
   make_batch(in, tg, B, T, 2);
   tp1d::GPT par(cfg, core::cpu_context(), 1, grid);
-  auto& ledger = world.comm().ledger();
-  const auto before = ledger.snapshot();
-  par.params().zero_grads();
-  par.forward(in.data(), tg.data(), B, T, 0);
-  par.backward();
-  par.clip_gradients(1.0f);
-  const auto step = ledger.since(before);
+  const auto step = equivalence::step_communication(par, world.comm(), in, tg, B, T);
   const int64_t want_calls = 4 * L + 6;
   const int64_t want_bytes = int64_t{4} * N * C * (4 * L + 2) + int64_t{4} * 3 * N + 8;
   const std::string name = world.comm().name();
@@ -270,13 +264,7 @@ TEST_CASE("1D with sequence parallelism: communication per training step equals 
   std::vector<int> in, tg;
   make_batch(in, tg, B, T, 2);
   tp1d::GPT par(cfg, core::cpu_context(), 1, grid, layout_1d(true));
-  auto& ledger = world.comm().ledger();
-  const auto before = ledger.snapshot();
-  par.params().zero_grads();
-  par.forward(in.data(), tg.data(), B, T, 0);
-  par.backward();
-  par.clip_gradients(1.0f);
-  const auto step = ledger.since(before);
+  const auto step = equivalence::step_communication(par, world.comm(), in, tg, B, T);
   const std::string name = world.comm().name();
   struct Want {
     const char* what;

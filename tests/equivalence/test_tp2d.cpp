@@ -229,13 +229,7 @@ TEST_CASE("2D communication per training step equals the chapter's formula, per 
   std::vector<int> in, tg;
   make_batch(in, tg, B, T, 2);
   tp2d::GPT par(cfg, core::cpu_context(), 1, g);
-  auto& ledger = world.comm().ledger();
-  const auto before = ledger.snapshot();
-  par.params().zero_grads();
-  par.forward(in.data(), tg.data(), B, T, 0);
-  par.backward();
-  par.clip_gradients(1.0f);
-  const auto step = ledger.since(before);
+  const auto step = equivalence::step_communication(par, world.comm(), in, tg, B, T);
   bool all_equal = true;
   int64_t want_calls = 0, want_bytes = 0;
   for (const Expected& e : expected_comm(cfg, q, B, T)) {

@@ -172,13 +172,18 @@ TEST_CASE("Megatron 1D on the GPU (staged communicator) equals 1D on the CPU", "
   auto& world = mpi_test::world();
   const auto cfg = small_config();
   comm::Grid1D grid_cpu(world.comm()), grid_gpu(stage_test::device_world());
+  // Chapter 2's 1D, and chapter 5's with sequence parallelism and recomputation.
+  const bool chapter5 = GENERATE(false, true);
+  const model::MemoryOptions memory{.recompute = chapter5 ? model::Recompute::block : model::Recompute::none,
+                                    .sequence_parallel = chapter5};
+  const std::string name = chapter5 ? "1d+sp+recompute" : "1d";
   {
     core::MemoryLedger lg, lc;
-    tp1d::GPT gpu(cfg, cuda_with(lg), 7, grid_gpu), cpu(cfg, core::cpu_context(lc), 7, grid_cpu);
-    check_one_step(gpu, cpu, lg, lc, 4, 16, "1d");
+    tp1d::GPT gpu(cfg, cuda_with(lg), 7, grid_gpu, memory), cpu(cfg, core::cpu_context(lc), 7, grid_cpu, memory);
+    check_one_step(gpu, cpu, lg, lc, 4, 16, name);
   }
-  tp1d::GPT gpu(cfg, gpu_test::cuda(), 5, grid_gpu), cpu(cfg, gpu_test::cpu(), 5, grid_cpu);
-  check_five_steps(gpu, cpu, 4, 16, "1d");
+  tp1d::GPT gpu(cfg, gpu_test::cuda(), 5, grid_gpu, memory), cpu(cfg, gpu_test::cpu(), 5, grid_cpu, memory);
+  check_five_steps(gpu, cpu, 4, 16, name);
 }
 
 TEST_CASE("Optimus 2D on the GPU (4 ranks on one GPU, staged communicator) equals 2D on the CPU", "[tp2d]") {
@@ -187,11 +192,14 @@ TEST_CASE("Optimus 2D on the GPU (4 ranks on one GPU, staged communicator) equal
   comm::Grid2D grid_cpu(world.comm());
   comm::Grid2D grid_gpu(stage_test::device_world());
   const int B = 2 * grid_cpu.q();
+  const bool chapter5 = GENERATE(false, true);  // with recomputation too
+  const model::MemoryOptions memory{.recompute = chapter5 ? model::Recompute::block : model::Recompute::none};
+  const std::string name = chapter5 ? "2d+recompute" : "2d";
   {
     core::MemoryLedger lg, lc;
-    tp2d::GPT gpu(cfg, cuda_with(lg), 7, grid_gpu), cpu(cfg, core::cpu_context(lc), 7, grid_cpu);
-    check_one_step(gpu, cpu, lg, lc, B, 16, "2d");
+    tp2d::GPT gpu(cfg, cuda_with(lg), 7, grid_gpu, memory), cpu(cfg, core::cpu_context(lc), 7, grid_cpu, memory);
+    check_one_step(gpu, cpu, lg, lc, B, 16, name);
   }
-  tp2d::GPT gpu(cfg, gpu_test::cuda(), 5, grid_gpu), cpu(cfg, gpu_test::cpu(), 5, grid_cpu);
-  check_five_steps(gpu, cpu, B, 16, "2d");
+  tp2d::GPT gpu(cfg, gpu_test::cuda(), 5, grid_gpu, memory), cpu(cfg, gpu_test::cpu(), 5, grid_cpu, memory);
+  check_five_steps(gpu, cpu, B, 16, name);
 }

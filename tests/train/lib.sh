@@ -3,6 +3,9 @@
 # and defines:
 #   words FILE SEED COUNT WORD...   writes COUNT of the words, chosen by Python's random.Random(SEED),
 #                             separated by spaces, to FILE
+#   identical NAME DIR_A DIR_B   compares two checkpoint folders' model.safetensors and
+#                             train_state.safetensors byte for byte, printing each verdict; a
+#                             difference sets status=1
 #   same NAME "loss A" "loss B"   prints the two losses and their relative difference; a difference
 #                             above 1e-5 sets status=1 (the script ends with `exit $status`)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -29,4 +32,15 @@ e = abs(a - b) / abs(b)
 print(f"{name}: {a:.10g} vs {b:.10g}, relative difference {e:.2e}")
 sys.exit(0 if e <= 1e-5 else 1)
 PY
+}
+
+identical() {
+  local f
+  for f in model.safetensors train_state.safetensors; do
+    if cmp -s "$2/$f" "$3/$f"; then
+      echo "$1: identical $(basename "$2")/$f"
+    else
+      echo "$1: DIFFERENT $(basename "$2")/$f"; status=1
+    fi
+  done
 }

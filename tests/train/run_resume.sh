@@ -5,8 +5,7 @@
 # Usage: run_resume.sh OPTIMUS
 set -euo pipefail
 optimus=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib.sh"
 /usr/bin/python3 -c "
 import random
 r = random.Random(5)
@@ -17,14 +16,7 @@ common=(--data "$tmp/text.txt" --steps 6 --batch 4 --seq 16 --layers 2 --embd 32
 "$optimus" train "${common[@]}" --checkpoint-interval 3 --keep 0 --out "$tmp/straight"
 "$optimus" train "${common[@]}" --resume "$tmp/straight/step_000003" --out "$tmp/resumed"
 
-status=0
-for f in model.safetensors train_state.safetensors; do
-  if cmp -s "$tmp/straight/step_000006/$f" "$tmp/resumed/step_000006/$f"; then
-    echo "identical: step_000006/$f"
-  else
-    echo "DIFFERENT: step_000006/$f"; status=1
-  fi
-done
+identical "resumed" "$tmp/straight/step_000006" "$tmp/resumed/step_000006"
 # The training losses of steps 4..6, as logged by both runs (time fields removed).
 losses() { grep -o '"step": [4-6], "train_loss": [^,]*' "$1/metrics.jsonl"; }
 if diff <(losses "$tmp/straight") <(losses "$tmp/resumed"); then
