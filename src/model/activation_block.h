@@ -34,10 +34,13 @@ struct ActivationBlock {
 /// [b0, b0 + B) of a batch of `global` sequences (global = 0: the batch is the whole step's). The
 /// micro-batches of gradient accumulation are such parts. A stage keys its dropout masks by the
 /// whole batch's canonical indices and divides its loss by the whole batch's B·T tokens, so the
-/// parts' gradients add up to the whole batch's.
+/// parts' gradients add up to the whole batch's. The gradients that a stage's ranks compute apart
+/// and sum over its ranks (2D's column-replicated parameters, 1D+SP's LayerNorms) are summed once,
+/// in the backward pass of the `last` part: a sum of sums would count the earlier parts again.
 struct BatchSlice {
   int64_t global = 0;
   int64_t b0 = 0;
+  bool last = true;
 };
 
 /// `local`, a rank's block of a batch of local.B sequences, placed in the batch `slice` is part of:

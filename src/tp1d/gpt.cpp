@@ -118,6 +118,7 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   }
   ensure_buffers(B, T);
   acts_.block = model::place_in_batch(block_of(B, T), slice);
+  last_part_ = slice.last;
   step_ = step;
   train_ = train;
   const int N = B * T, Nl = static_cast<int>(acts_.block.Nl), C = config_.n_embd, V = config_.vocab_size,
@@ -257,8 +258,9 @@ void GPT::backward() {
   core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
   embedding_backward(dw.wte, dw.wpe);
 
-  // Each rank's LayerNorms saw only its rows: sum their gradients over the ranks, in one bucket.
-  if (sp_) {
+  // Each rank's LayerNorms saw only its rows: sum their gradients over the ranks, in one bucket
+  // (after the step's last part when the step accumulates several).
+  if (sp_ && last_part_) {
     model::sum_gradients(params_, ctx_, tp(), [](model::ParamKind kind) {
       return kind == model::ParamKind::norm_weight || kind == model::ParamKind::norm_bias;
     });

@@ -112,6 +112,7 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   }
   ensure_buffers(B, T);
   acts_.block = model::place_in_batch(block_of(B, T), slice);
+  last_part_ = slice.last;
   step_ = step;
   train_ = train;
   const int N = B * T, Nb = N / q_, C = config_.n_embd, Cb = C / q_, V = Vb_ * q_;
@@ -211,8 +212,9 @@ void GPT::backward() {
   core::position_add_backward(ctx_, dw.wpe, s.d_branch.data(), B / q_, T, Cb);
 
   // The gradients of the column-replicated parameters, summed over the column's q row blocks in
-  // one flat bucket: one call per step instead of one per tensor (about 13·L + 3 of them).
-  model::sum_gradients(params_, ctx_, grid_.col_comm(), column_replicated);
+  // one flat bucket: one call per step instead of one per tensor (about 13·L + 3 of them), after
+  // the step's last part when the step accumulates several.
+  if (last_part_) model::sum_gradients(params_, ctx_, grid_.col_comm(), column_replicated);
 }
 
 void GPT::block_backward(int l, const float* x) {

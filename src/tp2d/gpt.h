@@ -113,6 +113,7 @@ class GPT {
   BackwardScratch scratch_;
   uint32_t step_ = 0;
   bool train_ = true;
+  bool last_part_ = true;  // the forward's BatchSlice::last: backward sums the gradients computed apart
 };
 
 }  // namespace optimus::tp2d

@@ -99,23 +99,28 @@ int with_model(const std::string& layout, const model::GPTConfig& config, uint32
 
 /// Throws core::ConfigError, on every rank alike, unless the layout can split a batch of B
 /// sequences of T tokens: 2D cuts the batch over the q rows of its grid, 1D with sequence
-/// parallelism the B·T tokens over its p ranks. (The model checks it again.)
+/// parallelism the B·T tokens over its p ranks. (The model checks it again.) With gradient
+/// accumulation each pass runs on a micro-batch of B / grad_accum sequences, which must split.
 inline void require_batch_fits(const std::string& layout, int B, comm::World& world, int T = 1,
-                               bool sequence_parallel = false) {
-  const int64_t tokens = int64_t{B} * T;
+                               bool sequence_parallel = false, int grad_accum = 1) {
+  const int Bm = B / grad_accum;
+  const std::string batch = grad_accum > 1 ? "the micro-batch (--batch " + std::to_string(B) + " / --grad-accum " +
+                                                 std::to_string(grad_accum) + " = " + std::to_string(Bm) + ")"
+                                           : "--batch " + std::to_string(B);
+  const std::string choose = grad_accum > 1 ? "choose --batch / --grad-accum" : "choose --batch";
+  const int64_t tokens = int64_t{Bm} * T;
   if (layout == "1d" && sequence_parallel && tokens % world.size() != 0) {
     throw core::ConfigError("sequence parallelism splits the B·T = " + std::to_string(tokens) +
                             " tokens of a batch over the p = " + std::to_string(world.size()) + " ranks, but " +
-                            std::to_string(tokens) + " is not divisible by " + std::to_string(world.size()) +
-                            "; choose --batch and --seq whose product is a multiple of " +
-                            std::to_string(world.size()));
+                            std::to_string(tokens) + " is not divisible by " + std::to_string(world.size()) + "; " +
+                            choose + " and --seq whose product is a multiple of " + std::to_string(world.size()));
   }
   if (layout != "2d") return;
   const int q = comm::Grid2D::side(world.size());
-  if (B % q != 0) {
+  if (Bm % q != 0) {
     throw core::ConfigError("the 2D layout splits the batch over the q = " + std::to_string(q) +
-                            " rows of the grid, but --batch " + std::to_string(B) + " is not divisible by " +
-                            std::to_string(q) + "; choose --batch a multiple of " + std::to_string(q));
+                            " rows of the grid, but " + batch + " is not divisible by " + std::to_string(q) + "; " +
+                            choose + " a multiple of " + std::to_string(q));
   }
 }
 

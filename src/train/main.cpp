@@ -120,6 +120,11 @@ int main(int argc, char** argv) {
                         "start afresh in an --out that holds an earlier run, removing its checkpoints and metrics");
     add_model_flags(train_cmd, t.model);
     train_cmd->add_option("--batch", t.batch, "sequences per step B")->capture_default_str();
+    train_cmd
+        ->add_option("--grad-accum", t.grad_accum,
+                     "micro-batches per step: each pass runs on batch / grad-accum sequences and the gradients add "
+                     "up to the whole batch's")
+        ->capture_default_str();
     train_cmd->add_option("--steps", t.steps, "optimizer steps")->capture_default_str();
     train_cmd->add_option("--warmup", t.warmup, "linear warm-up steps")->capture_default_str();
     train_cmd->add_option("--lr", t.lr, "peak learning rate")->capture_default_str();

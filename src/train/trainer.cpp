@@ -45,7 +45,27 @@ std::string continuation_flags(const TrainOptions& o) {
   return "batch=" + std::to_string(o.batch) + " seq=" + std::to_string(sequence_length(o)) +
          " steps=" + std::to_string(o.steps) + " warmup=" + std::to_string(o.warmup) + " lr=" + f(o.lr) +
          " min-lr=" + f(o.min_lr) + " weight-decay=" + f(o.adamw.weight_decay) + " beta1=" + f(o.adamw.beta1) +
-         " beta2=" + f(o.adamw.beta2) + " grad-clip=" + f(o.grad_clip) + " dropout=" + f(o.model.dropout);
+         " beta2=" + f(o.adamw.beta2) + " grad-clip=" + f(o.grad_clip) + " dropout=" + f(o.model.dropout) +
+         (o.grad_accum > 1 ? " grad-accum=" + std::to_string(o.grad_accum) : "");
+}
+
+// One step's gradients and loss, accumulated over o.grad_accum micro-batches of the step's batch
+// (inputs, targets: B sequences of T tokens): micro-batch k is the sequences [k·Bm, (k+1)·Bm), a
+// part of the batch (model::BatchSlice), so its dropout masks are the whole batch's and its loss is
+// its share of the whole batch's mean. The gradients add up over the micro-batches, and so does
+// the loss. The caller zeroes the gradients first.
+template <typename Model>
+float accumulate_step(const TrainOptions& o, Model& gpt, const int* inputs, const int* targets, int B, int T,
+                      int step) {
+  const int Bm = B / o.grad_accum;
+  float loss = 0.0f;
+  for (int k = 0; k < o.grad_accum; ++k) {
+    const int64_t b0 = int64_t{k} * Bm, row = b0 * T;
+    loss += gpt.forward(inputs + row, targets + row, Bm, T, static_cast<uint32_t>(step), true,
+                        model::BatchSlice{.global = B, .b0 = b0, .last = k + 1 == o.grad_accum});
+    gpt.backward();
+  }
+  return loss;
 }
 
 // The first "key=value" of `saved` that `now` does not have, as "--key value (now: other)".
@@ -364,17 +384,16 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
     const auto t0 = std::chrono::steady_clock::now();
     sample_batch(inputs.data(), targets.data(), train_data, B, T, o.seed, static_cast<uint64_t>(step));
     gpt.params().zero_grads();
-    float loss = gpt.forward(inputs.data(), targets.data(), B, T, static_cast<uint32_t>(step));
+    float loss = accumulate_step(o, gpt, inputs.data(), targets.data(), B, T, step);
     const bool inject = step + 1 == o.inject_nan_at_step;  // test-only
     if (inject && o.inject_nan_into == "loss") loss = std::numeric_limits<float>::quiet_NaN();
     if (!std::isfinite(loss)) {
-      // Every rank has the same loss, so every rank stops here, and nothing after the last
-      // checkpoint is written.
+      // Every rank has the same loss, so every rank stops here, before the update, and nothing
+      // after the last checkpoint is written.
       progress.error("the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
                      "; stopping (the last checkpoint in " + o.out + " is kept)");
       return 1;
     }
-    gpt.backward();
     if (inject && o.inject_nan_into == "gradient" && world.rank() == 0) {
       const float nan = std::numeric_limits<float>::quiet_NaN();
       core::copy_to_device(gpt.context(), gpt.params().tensors.back().grad.data(), &nan, 1);
@@ -503,7 +522,11 @@ int train(TrainOptions o, comm::World& world) {
     throw core::ConfigError("--overwrite starts a new run and --resume continues one; give one of them");
   }
   o.model.validate();
-  require_batch_fits(o.layout, B, world, T, o.memory.sequence_parallel);
+  if (o.grad_accum < 1 || B % o.grad_accum != 0) {
+    throw core::ConfigError("--grad-accum " + std::to_string(o.grad_accum) + " must be 1 or more and divide --batch " +
+                            std::to_string(B) + " (each micro-batch is batch / grad-accum sequences)");
+  }
+  require_batch_fits(o.layout, B, world, T, o.memory.sequence_parallel, o.grad_accum);
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
   }

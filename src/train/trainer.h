@@ -28,6 +28,7 @@ struct TrainOptions {
   bool overwrite = false;           // an --out holding an earlier run: replace its checkpoints and metrics
   model::MemoryOptions memory;      // recomputation, sequence parallelism (chapter 5)
   model::GPTConfig model;           // n_positions is also the training sequence length T, unless seq is set
+  int grad_accum = 1;               // micro-batches per optimizer step, each batch / grad_accum sequences
   int seq = 0;                      // T when shorter than the model's n_positions (--init-from); 0: n_positions
   int batch = 8;                    // B
   int steps = 200;                  // total optimizer steps

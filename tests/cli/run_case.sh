@@ -139,6 +139,15 @@ case_recompute_unknown() {
   refused "unknown --recompute 'selective'; choose none or block" \
     "$optimus" train --recompute selective "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" --out "$ws/new_run"
 }
+case_grad_accum_not_dividing() {
+  refused "--grad-accum 3 must be 1 or more and divide --batch 4" \
+    "$optimus" train --grad-accum 3 "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" --out "$ws/new_run"
+}
+case_grad_accum_micro_batch_2d() {
+  refused "but the micro-batch (--batch 4 / --grad-accum 4 = 1) is not divisible by 2" \
+    "$mpiexec" -np 4 "$optimus" train --layout 2d --grad-accum 4 --layers 1 --embd 32 --heads 2 --seq 16 --batch 4 \
+    "${quiet[@]}" --data "$ws/text.txt" --out "$ws/new_run"
+}
 case_2d_batch_not_divisible() {
   refused "--batch 3 is not divisible by 2" \
     "$mpiexec" -np 4 "$optimus" train --layout 2d --layers 1 --embd 32 --heads 2 --seq 16 --batch 3 "${quiet[@]}" \

@@ -16,6 +16,7 @@
 #include "comm/grid.h"
 #include "compare.h"
 #include "core/memory_ledger.h"
+#include "layouts.h"
 #include "model/activation_block.h"
 #include "serial/gpt.h"
 #include "tp1d/gpt.h"
@@ -25,73 +26,17 @@
 #include "train/optimizer.h"
 
 using namespace optimus;
+using equivalence::batch_for;
+using equivalence::config_for;
+using equivalence::Layout;
+using equivalence::layouts_of;
 using equivalence::make_batch;
 using equivalence::report;
+using equivalence::side;
+using equivalence::with_layout;
 using model::Recompute;
 
 namespace {
-
-// A layout as chapter 5 compares them: a stage and whether 1D splits its residual stream.
-struct Layout {
-  std::string stage;  // serial, 1d or 2d
-  bool sequence_parallel = false;
-  std::string name() const { return stage + (sequence_parallel ? "+sp" : ""); }
-};
-
-bool is_square(int P) {
-  int q = 1;
-  while (q * q < P) ++q;
-  return q * q == P;
-}
-
-int side(int P) {
-  int q = 1;
-  while (q * q < P) ++q;
-  return q;
-}
-
-// Every layout this world can run: serial on each rank alone, 1D with and without sequence
-// parallelism, and 2D when the world is a square.
-std::vector<Layout> layouts_of(int P) {
-  std::vector<Layout> out = {{"serial"}, {"1d"}, {"1d", true}};
-  if (is_square(P)) out.push_back({"2d"});
-  return out;
-}
-
-model::GPTConfig config_for(int P) {
-  model::GPTConfig c;
-  c.n_layer = 3, c.n_head = P, c.n_embd = 8 * P, c.n_positions = 16, c.vocab_size = 256, c.dropout = 0.1f;
-  return c;
-}
-
-// The smallest batch of at least 4 sequences of T tokens that every layout of layouts_of(P) splits.
-int batch_for(int P, int T) {
-  const int unit = is_square(P) ? side(P) : 1;
-  int B = unit;
-  while (B < 4 || (int64_t{B} * T) % P != 0) B += unit;
-  return B;
-}
-
-// Builds `layout`'s model on this world (seed 11, memory on `ledger`) and returns body(model).
-template <typename Body>
-void with_layout(const Layout& layout, const model::GPTConfig& cfg, Recompute recompute, core::MemoryLedger& ledger,
-                 Body&& body) {
-  auto& world = mpi_test::world();
-  const model::MemoryOptions memory{.recompute = recompute, .sequence_parallel = layout.sequence_parallel};
-  const core::Context ctx = core::cpu_context(ledger);
-  if (layout.stage == "serial") {
-    serial::GPT gpt(cfg, ctx, 11, memory);
-    body(gpt);
-  } else if (layout.stage == "1d") {
-    comm::Grid1D grid(world.comm());
-    tp1d::GPT gpt(cfg, ctx, 11, grid, memory);
-    body(gpt);
-  } else {
-    comm::Grid2D grid(world.comm());
-    tp2d::GPT gpt(cfg, ctx, 11, grid, memory);
-    body(gpt);
-  }
-}
 
 // The trainer's step, `steps` times with dropout on: the losses.
 template <typename Model>
