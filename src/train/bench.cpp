@@ -101,7 +101,7 @@ std::string bench(const BenchOptions& o, comm::World& world) {
                    "--model " + o.model + " at --batch " + std::to_string(B),
                    "use a smaller --batch or more processes");
   }
-  require_batch_fits(o.layout, B, world, T, o.memory.sequence_parallel);
+  require_batch_fits(o.layout, B, world.size(), T, o.memory.sequence_parallel);
   // The host ledger on the CPU (as before the GPU path), the device ledger on a GPU.
   const core::Context ctx = make_context(o.device, world);
   core::MemoryLedger& ledger = *ctx.ledger;

@@ -25,10 +25,13 @@ model::GPTConfig load_checkpoint_config(const std::string& dir) {
 }
 
 void save_checkpoint(const std::string& dir, const model::GPTConfig& config, const model::ParamSet& params,
-                     const model::SpecOfRank& spec_of, comm::World& world, const AdamW* opt, const TrainState& state) {
-  // Every rank takes part in the gathers; only rank 0 holds on to the canonical tensors and writes.
+                     const model::SpecOfRank& spec_of, comm::World& world, const AdamW* opt, const TrainState& state,
+                     comm::Communicator* model_group) {
+  // Every rank takes part in the gathers (each model copy its own); only rank 0 holds on to the
+  // canonical tensors and writes.
+  comm::Communicator& group = model_group != nullptr ? *model_group : world.comm();
   auto gather = [&](const model::ParamTensor& t, const float* data) {
-    return model::gather_canonical(params.ctx, t, data, world.comm(), spec_of);
+    return model::gather_canonical(params.ctx, t, data, group, spec_of);
   };
   model::CanonicalParams canonical;
   std::vector<model::SafeTensor> moments;
@@ -124,10 +127,11 @@ TrainState load_train_state(const std::string& dir, const model::ParamSet& param
 }
 
 void save_gradients(const std::string& dir, const model::ParamSet& params, const model::SpecOfRank& spec_of,
-                    comm::World& world) {
+                    comm::World& world, comm::Communicator* model_group) {
+  comm::Communicator& group = model_group != nullptr ? *model_group : world.comm();
   std::vector<model::SafeTensor> grads;
   for (const auto& t : params.tensors) {
-    const auto full = model::gather_canonical(params.ctx, t, t.grad.data(), world.comm(), spec_of);
+    const auto full = model::gather_canonical(params.ctx, t, t.grad.data(), group, spec_of);
     grads.push_back(model::SafeTensor::from_floats(t.info.name, t.spec.canonical, full.data()));
   }
   std::string error;

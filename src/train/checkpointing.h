@@ -22,11 +22,13 @@ struct TrainState {
   std::string flags;   // the settings a bitwise continuation depends on, "batch=8 seq=128 …"
 };
 
-/// Collective over the world: gathers every shard into canonical tensors (spec_of says where each
-/// rank's shard sits) and rank 0 writes config.json, model.safetensors and (when opt is given)
-/// train_state.safetensors into dir. A failure to write on rank 0 is a ConfigError on every rank.
+/// Collective over the world: gathers every shard into canonical tensors over `model_group` (the
+/// ranks of one model copy, spec_of's ranks; the world when null) and rank 0 writes config.json,
+/// model.safetensors and (when opt is given) train_state.safetensors into dir. A failure to write
+/// on rank 0 is a ConfigError on every rank.
 void save_checkpoint(const std::string& dir, const model::GPTConfig& config, const model::ParamSet& params,
-                     const model::SpecOfRank& spec_of, comm::World& world, const AdamW* opt, const TrainState& state);
+                     const model::SpecOfRank& spec_of, comm::World& world, const AdamW* opt, const TrainState& state,
+                     comm::Communicator* model_group = nullptr);
 
 /// Loads a checkpoint's model into params (each rank reads the canonical tensors and keeps its shard) (its config must
 /// equal `config`; ConfigError otherwise).
@@ -40,7 +42,7 @@ TrainState load_train_state(const std::string& dir, const model::ParamSet& param
 /// dir/gradients.safetensors, under the parameters' names, on rank 0 — for comparing layouts
 /// (scripts/compare.sh). A failure to write is a ConfigError on every rank.
 void save_gradients(const std::string& dir, const model::ParamSet& params, const model::SpecOfRank& spec_of,
-                    comm::World& world);
+                    comm::World& world, comm::Communicator* model_group = nullptr);
 
 /// The config.json of a checkpoint directory.
 model::GPTConfig load_checkpoint_config(const std::string& dir);

@@ -37,18 +37,64 @@ inline comm::Communicator& model_communicator(comm::World& world, const core::Co
   return *owned;
 }
 
-/// Throws core::ConfigError, on every rank alike, unless `layout` is a layout this world can run:
-/// serial on 1 process, 1d on any number, 2d on a square number. Called first, before any file is
-/// read, so a wrong launch is the first thing a user hears about.
-inline void require_world_fits(const std::string& layout, comm::World& world) {
-  if (layout == "serial" && world.size() != 1) {
-    throw core::ConfigError("the serial layout runs on 1 process, but the world has " + std::to_string(world.size()) +
-                            "; run without mpirun or choose --layout 1d or 2d");
+/// Throws core::ConfigError, on every rank alike, unless `layout` is a layout `ranks` ranks can
+/// run: serial on 1, 1d on any number, 2d on a square number. The ranks are one model copy of
+/// `copies` (data parallelism; 1: the world). Called first, before any file is read, so a wrong
+/// launch is the first thing a user hears about.
+inline void require_ranks_fit(const std::string& layout, int ranks, int copies = 1) {
+  const std::string who = copies == 1 ? "the world has " + std::to_string(ranks)
+                                      : "one model copy has " + std::to_string(ranks) + " (" +
+                                            std::to_string(ranks * copies) + " processes / --data-parallel " +
+                                            std::to_string(copies) + ")";
+  if (layout == "serial" && ranks != 1) {
+    throw core::ConfigError("the serial layout runs on 1 process, but " + who +
+                            (copies == 1 ? "; run without mpirun or choose --layout 1d or 2d"
+                                         : "; choose --data-parallel equal to the processes, or --layout 1d or 2d"));
   }
-  if (layout == "2d") comm::Grid2D::side(world.size());  // a ConfigError unless the world is a square
+  if (layout == "2d") {
+    int q = 0;
+    while ((q + 1) * (q + 1) <= ranks) ++q;
+    if (q * q != ranks || ranks == 0) {
+      const std::string below = q > 0 ? std::to_string(q * q) + " or " : "";
+      throw core::ConfigError("the 2D layout needs a square number of ranks (q×q), but " + who + "; run with " + below +
+                              std::to_string((q + 1) * (q + 1)) + (copies == 1 ? " ranks" : " ranks per model copy"));
+    }
+  }
   if (layout != "serial" && layout != "1d" && layout != "2d") {
     throw core::ConfigError("unknown layout '" + layout.substr(0, 40) + "'; choose serial, 1d or 2d");
   }
+}
+
+/// The same for the whole world.
+inline void require_world_fits(const std::string& layout, comm::World& world) {
+  require_ranks_fit(layout, world.size());
+}
+
+/// Builds the model of `layout` on the ranks of `group` (initialised from `seed`, its memory on
+/// `ctx`, recomputation and sequence parallelism as `memory` asks) and returns body(model). The
+/// layout must fit the group (require_ranks_fit); a size not divisible, or sequence parallelism
+/// outside 1d, is a core::ConfigError raised identically on every rank before any communication.
+template <typename Body>
+int with_model_on(const std::string& layout, const model::GPTConfig& config, uint32_t seed, comm::Communicator& group,
+                  const core::Context& ctx, const model::MemoryOptions& memory, Body&& body) {
+  if (layout != "1d") model::require_no_sequence_parallel(memory, layout);
+  if (layout == "serial") {
+    serial::GPT gpt(config, ctx, seed, memory);
+    return body(gpt);
+  }
+  if (layout == "1d") {
+    comm::Grid1D grid(group);
+    tp1d::GPT gpt(config, ctx, seed, grid, memory);
+    return body(gpt);
+  }
+  if (layout == "2d") {
+    // Before the grid's splits, so a model the grid cannot cut is one message, no collective.
+    tp2d::check_divisible_2d(config, comm::Grid2D::side(group.size()));
+    comm::Grid2D grid(group);
+    tp2d::GPT gpt(config, ctx, seed, grid, memory);
+    return body(gpt);
+  }
+  throw core::ConfigError("unknown layout '" + layout.substr(0, 40) + "'; choose serial, 1d or 2d");
 }
 
 /// Builds the model of `layout` for this world (initialised from `seed`, its memory on `ctx`, its
@@ -62,26 +108,41 @@ int with_model(const std::string& layout, const model::GPTConfig& config, uint32
                Body&& body) {
   require_world_fits(layout, world);
   if (layout != "1d") model::require_no_sequence_parallel(memory, layout);
-  if (layout == "serial") {
-    serial::GPT gpt(config, ctx, seed, memory);
-    return body(gpt);
-  }
-  if (layout == "1d") {
-    std::unique_ptr<comm::Communicator> device;  // outlives the grid and the model
-    comm::Grid1D grid(model_communicator(world, ctx, device_comm, device));
-    tp1d::GPT gpt(config, ctx, seed, grid, memory);
-    return body(gpt);
-  }
-  if (layout == "2d") {
-    // Before the grid's splits, so a model the grid cannot cut is one message, no collective.
-    tp2d::check_divisible_2d(config, comm::Grid2D::side(world.size()));
-    std::unique_ptr<comm::Communicator> device;
-    comm::Grid2D grid(model_communicator(world, ctx, device_comm, device));
-    tp2d::GPT gpt(config, ctx, seed, grid, memory);
-    return body(gpt);
-  }
-  throw core::ConfigError("unknown layout '" + layout.substr(0, 40) + "'; choose serial, 1d or 2d");
+  // Before the device communicator and the grid's splits: a model the grid cannot cut is one
+  // message, no collective.
+  if (layout == "2d") tp2d::check_divisible_2d(config, comm::Grid2D::side(world.size()));
+  std::unique_ptr<comm::Communicator> device;  // outlives the grid and the model
+  comm::Communicator& group = layout == "serial" ? world.comm() : model_communicator(world, ctx, device_comm, device);
+  return with_model_on(layout, config, seed, group, ctx, memory, std::forward<Body>(body));
 }
+
+/// The groups of a run with D copies of the model (data parallelism): world rank r = d·P + t, where
+/// P = world / D is the ranks of one copy's layout and t the rank inside the copy. A copy occupies
+/// consecutive ranks, so its tensor-parallel traffic stays on one node when P fits a node; the
+/// data-parallel group of t is {t, P + t, 2P + t, …}: the ranks that hold the same shard in every
+/// copy, whose gradients are summed. With D = 1 nothing is split: the copy is the world.
+struct DataParallel {
+  int replicas = 1;  // D
+  int replica = 0;   // d: my copy
+  comm::Communicator* model = nullptr;      // my copy's P ranks
+  std::unique_ptr<comm::Communicator> data;  // my shard's D ranks (none when D = 1)
+
+  /// Collective over the world; world.size() must be a multiple of D (checked before).
+  DataParallel(comm::World& world, int D) : replicas(D) {
+    const int P = world.size() / D;
+    replica = world.rank() / P;
+    if (D == 1) {
+      model = &world.comm();
+      return;
+    }
+    model_owned_ = world.comm().split(replica, world.rank(), "model");
+    data = world.comm().split(world.rank() % P, world.rank(), "data");
+    model = model_owned_.get();
+  }
+
+ private:
+  std::unique_ptr<comm::Communicator> model_owned_;
+};
 
 /// The same, keeping every activation (no recomputation, no sequence parallelism).
 template <typename Body>
@@ -97,26 +158,29 @@ int with_model(const std::string& layout, const model::GPTConfig& config, uint32
   return with_model(layout, config, seed, world, ctx, comm::DeviceComm::automatic, std::forward<Body>(body));
 }
 
-/// Throws core::ConfigError, on every rank alike, unless the layout can split a batch of B
-/// sequences of T tokens: 2D cuts the batch over the q rows of its grid, 1D with sequence
-/// parallelism the B·T tokens over its p ranks. (The model checks it again.) With gradient
-/// accumulation each pass runs on a micro-batch of B / grad_accum sequences, which must split.
-inline void require_batch_fits(const std::string& layout, int B, comm::World& world, int T = 1,
-                               bool sequence_parallel = false, int grad_accum = 1) {
+/// Throws core::ConfigError, on every rank alike, unless the layout on `ranks` ranks can split a
+/// batch of B sequences of T tokens: 2D cuts the batch over the q rows of its grid, 1D with
+/// sequence parallelism the B·T tokens over its p ranks. (The model checks it again.) With
+/// gradient accumulation each pass runs on a micro-batch of B / grad_accum sequences, which must
+/// split; `batch` names the B of the message (default "--batch B").
+inline void require_batch_fits(const std::string& layout, int B, int ranks, int T = 1, bool sequence_parallel = false,
+                               int grad_accum = 1, std::string batch = "") {
   const int Bm = B / grad_accum;
-  const std::string batch = grad_accum > 1 ? "the micro-batch (--batch " + std::to_string(B) + " / --grad-accum " +
-                                                 std::to_string(grad_accum) + " = " + std::to_string(Bm) + ")"
-                                           : "--batch " + std::to_string(B);
+  if (batch.empty()) batch = "--batch " + std::to_string(B);
+  if (grad_accum > 1) {
+    batch = "the micro-batch (" + batch + " / --grad-accum " + std::to_string(grad_accum) + " = " +
+            std::to_string(Bm) + ")";
+  }
   const std::string choose = grad_accum > 1 ? "choose --batch / --grad-accum" : "choose --batch";
   const int64_t tokens = int64_t{Bm} * T;
-  if (layout == "1d" && sequence_parallel && tokens % world.size() != 0) {
+  if (layout == "1d" && sequence_parallel && tokens % ranks != 0) {
     throw core::ConfigError("sequence parallelism splits the B·T = " + std::to_string(tokens) +
-                            " tokens of a batch over the p = " + std::to_string(world.size()) + " ranks, but " +
-                            std::to_string(tokens) + " is not divisible by " + std::to_string(world.size()) + "; " +
-                            choose + " and --seq whose product is a multiple of " + std::to_string(world.size()));
+                            " tokens of a batch over the p = " + std::to_string(ranks) + " ranks, but " +
+                            std::to_string(tokens) + " is not divisible by " + std::to_string(ranks) + "; " +
+                            choose + " and --seq whose product is a multiple of " + std::to_string(ranks));
   }
   if (layout != "2d") return;
-  const int q = comm::Grid2D::side(world.size());
+  const int q = comm::Grid2D::side(ranks);
   if (Bm % q != 0) {
     throw core::ConfigError("the 2D layout splits the batch over the q = " + std::to_string(q) +
                             " rows of the grid, but " + batch + " is not divisible by " + std::to_string(q) + "; " +

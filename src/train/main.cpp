@@ -69,7 +69,7 @@ int cmd_eval(comm::World& world, const std::string& checkpoint, const std::strin
                             std::to_string(config.n_positions) + "; use --seq " + std::to_string(config.n_positions) +
                             " or less");
   }
-  train::require_batch_fits(layout, B, world);
+  train::require_batch_fits(layout, B, world.size());
   train::TokenFile data;
   const uint64_t max_bytes = train::data_bytes_per_process(world);
   world.agree_on([&] {
@@ -106,6 +106,11 @@ int main(int argc, char** argv) {
     auto* train_cmd = app.add_subcommand("train", "train a GPT on a text file");
     train_cmd->add_option("--layout", t.layout, "serial, 1d or 2d")->capture_default_str();
     add_memory_flags(train_cmd, t.memory);
+    train_cmd
+        ->add_option("--data-parallel", t.data_parallel,
+                     "copies of the model D: each runs the layout on processes / D ranks and batch / D sequences; "
+                     "their gradients are summed")
+        ->capture_default_str();
     train_cmd->add_option("--data", t.data,
                           "training text file (its bytes are the tokens), token file, or a folder written by optimus "
                           "tokenize (its train.tok, val.tok and tokenizer); required");

@@ -17,7 +17,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "comm/scalar.h"
 #include "core/errors.h"
+#include "model/gradient_bucket.h"
 #include "text/bpe.h"
 #include "train/checkpointing.h"
 #include "train/layouts.h"
@@ -49,23 +51,33 @@ std::string continuation_flags(const TrainOptions& o) {
          (o.grad_accum > 1 ? " grad-accum=" + std::to_string(o.grad_accum) : "");
 }
 
-// One step's gradients and loss, accumulated over o.grad_accum micro-batches of the step's batch
-// (inputs, targets: B sequences of T tokens): micro-batch k is the sequences [k·Bm, (k+1)·Bm), a
-// part of the batch (model::BatchSlice), so its dropout masks are the whole batch's and its loss is
-// its share of the whole batch's mean. The gradients add up over the micro-batches, and so does
-// the loss. The caller zeroes the gradients first.
+// The gradients data parallelism sums travel in buckets of at most this many floats (16 MiB).
+constexpr int64_t kDataParallelBucketFloats = int64_t{1} << 22;
+
+// One step's gradients and loss (inputs, targets: the step's batch, B sequences of T tokens). Model
+// copy d of D takes the sequences [d·B/D, (d+1)·B/D) and runs them as o.grad_accum micro-batches of
+// Bm each; every micro-batch is a part of the batch (model::BatchSlice), so its dropout masks are
+// the whole batch's and its loss is its share of the whole batch's mean. The gradients add up over
+// the micro-batches, then over the copies (one all-reduce per bucket over the data-parallel
+// group), and so does the loss: every rank ends with the whole batch's. The caller zeroes the
+// gradients first.
 template <typename Model>
-float accumulate_step(const TrainOptions& o, Model& gpt, const int* inputs, const int* targets, int B, int T,
-                      int step) {
-  const int Bm = B / o.grad_accum;
-  float loss = 0.0f;
+float accumulate_step(const TrainOptions& o, Model& gpt, const DataParallel& dp, const int* inputs,
+                      const int* targets, int B, int T, int step) {
+  const int share = B / dp.replicas, Bm = share / o.grad_accum;
+  double loss = 0.0;
   for (int k = 0; k < o.grad_accum; ++k) {
-    const int64_t b0 = int64_t{k} * Bm, row = b0 * T;
+    const int64_t b0 = int64_t{dp.replica} * share + int64_t{k} * Bm, row = b0 * T;
     loss += gpt.forward(inputs + row, targets + row, Bm, T, static_cast<uint32_t>(step), true,
                         model::BatchSlice{.global = B, .b0 = b0, .last = k + 1 == o.grad_accum});
     gpt.backward();
   }
-  return loss;
+  if (dp.data != nullptr) {
+    model::sum_gradients(
+        gpt.params(), gpt.context(), *dp.data, [](model::ParamKind) { return true; }, kDataParallelBucketFloats);
+    loss = comm::all_reduce_scalar(*dp.data, gpt.context(), loss);
+  }
+  return static_cast<float>(loss);
 }
 
 // The first "key=value" of `saved` that `now` does not have, as "--key value (now: other)".
@@ -107,15 +119,15 @@ void prune_step_folders(const std::string& out, int saved, int keep) {
 // killed run is removed when the next run claims the folder); then prunes to the newest `keep`.
 template <typename Model>
 std::string save_step_checkpoint(const TrainOptions& o, const Model& gpt, const AdamW& opt, int step,
-                                 comm::World& world) {
+                                 comm::World& world, const DataParallel& dp) {
   namespace fs = std::filesystem;
   const fs::path final_dir = checkpoint_dir(o.out, step);
   const fs::path tmp_dir = fs::path(o.out) / (".tmp_" + final_dir.filename().string());
   try {
     if (world.rank() == 0) fs::remove_all(tmp_dir);
     save_checkpoint(tmp_dir.string(), o.model, gpt.params(), gpt.spec_of(), world, &opt,
-                    TrainState{step, o.seed, o.layout, continuation_flags(o)});
-    if (o.save_gradients) save_gradients(tmp_dir.string(), gpt.params(), gpt.spec_of(), world);
+                    TrainState{step, o.seed, o.layout, continuation_flags(o)}, dp.model);
+    if (o.save_gradients) save_gradients(tmp_dir.string(), gpt.params(), gpt.spec_of(), world, dp.model);
     if (!o.tokenizer.empty() && world.rank() == 0) {  // transformers' AutoTokenizer loads the folder as it is
       for (const char* file : text::Tokenizer::kFiles) {
         fs::copy_file(fs::path(o.tokenizer) / file, tmp_dir / file, fs::copy_options::overwrite_existing);
@@ -345,8 +357,8 @@ std::string validation_metrics(int step, double loss, const TokenFile& data) {
 
 // The loop itself, for the model of any layout.
 template <typename Model>
-int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const TokenFile& train_data,
-                 const TokenFile& val_data, int eval_batches) {
+int run_training(const TrainOptions& o, comm::World& world, const DataParallel& dp, Model& gpt,
+                 const TokenFile& train_data, const TokenFile& val_data, int eval_batches) {
   const int B = o.batch, T = sequence_length(o);
   AdamW opt(gpt.params(), gpt.context(), o.adamw);
   int start = 0;
@@ -364,17 +376,22 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
     return f.path + (f.part.empty() ? "" : " (" + f.part + ")") + " (" + std::to_string(f.tokens.size()) +
            (f.tokenized ? " tokens)" : " bytes)");
   };
-  world.print0("training %lld parameters, layout %s on %d rank%s, on %s, validating on %s; B=%d T=%d\n",
+  const std::string copies =
+      dp.replicas > 1 ? " (" + std::to_string(dp.replicas) + " data-parallel copies of the model)" : "";
+  world.print0("training %lld parameters, layout %s on %d rank%s%s, on %s, validating on %s; B=%d T=%d\n",
                o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s",
-               name(train_data).c_str(), name(val_data).c_str(), B, T);
+               copies.c_str(), name(train_data).c_str(), name(val_data).c_str(), B, T);
   std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
+  // Validation reads the same windows in passes of one micro-batch (a copy's pass), so it needs no
+  // more activations than a training pass; every copy computes the same loss.
+  const int eval_B = B / (dp.replicas * o.grad_accum), eval_passes = eval_batches * (B / eval_B);
   char line[512];
   std::string last_dir;
   Progress progress(o, world);
   const core::MemoryLedger& ledger = *gpt.context().ledger;
   if (start == 0 && !o.init_from.empty()) {
     // The loss of the weights the run starts from, on the validation windows optimus eval reads.
-    const double val = evaluate(gpt, val_data, B, T, eval_batches);
+    const double val = evaluate(gpt, val_data, eval_B, T, eval_passes);
     progress.note(validation_note(0, o.steps, val, val_data));
     metrics.write(validation_metrics(0, val, val_data));
   }
@@ -384,7 +401,7 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
     const auto t0 = std::chrono::steady_clock::now();
     sample_batch(inputs.data(), targets.data(), train_data, B, T, o.seed, static_cast<uint64_t>(step));
     gpt.params().zero_grads();
-    float loss = accumulate_step(o, gpt, inputs.data(), targets.data(), B, T, step);
+    float loss = accumulate_step(o, gpt, dp, inputs.data(), targets.data(), B, T, step);
     const bool inject = step + 1 == o.inject_nan_at_step;  // test-only
     if (inject && o.inject_nan_into == "loss") loss = std::numeric_limits<float>::quiet_NaN();
     if (!std::isfinite(loss)) {
@@ -422,19 +439,19 @@ int run_training(const TrainOptions& o, comm::World& world, Model& gpt, const To
     const bool last = step + 1 == o.steps;
     char note[256];
     if ((o.eval_interval > 0 && (step + 1) % o.eval_interval == 0) || last) {
-      const double val = evaluate(gpt, val_data, B, T, eval_batches);
+      const double val = evaluate(gpt, val_data, eval_B, T, eval_passes);
       progress.note(validation_note(step + 1, o.steps, val, val_data));
       metrics.write(validation_metrics(step + 1, val, val_data));
     }
     const bool saves = (o.checkpoint_interval > 0 && (step + 1) % o.checkpoint_interval == 0) || last;
     if (saves) {
-      last_dir = save_step_checkpoint(o, gpt, opt, step + 1, world);
+      last_dir = save_step_checkpoint(o, gpt, opt, step + 1, world, dp);
       std::snprintf(note, sizeof note, "step %5d/%d | checkpoint saved to %s", step + 1, o.steps, last_dir.c_str());
       progress.note(note);
     }
     if (const int signal = stop.agreed(world); signal != 0 && !last) {
       // Asked to stop (pre-emption): this step's checkpoint, then a distinct exit.
-      if (!saves) last_dir = save_step_checkpoint(o, gpt, opt, step + 1, world);
+      if (!saves) last_dir = save_step_checkpoint(o, gpt, opt, step + 1, world, dp);
       progress.note(std::string("stopped by ") + StopSignals::name(signal) + " after step " + std::to_string(step + 1) +
                     "; its checkpoint is " + last_dir + ", continue with --resume " + last_dir +
                     " and the same flags (exit code " + std::to_string(kExitStopped) + ")");
@@ -512,8 +529,17 @@ void adopt_checkpoint_model(TrainOptions& o, const model::GPTConfig& saved, cons
 }
 
 int train(TrainOptions o, comm::World& world) {
-  const int B = o.batch, T = sequence_length(o);
-  require_world_fits(o.layout, world);
+  const int B = o.batch, T = sequence_length(o), D = o.data_parallel;
+  if (D < 1 || world.size() % D != 0) {
+    throw core::ConfigError("--data-parallel " + std::to_string(D) + " must be 1 or more and divide the " +
+                            std::to_string(world.size()) + " processes (each model copy runs on processes / " +
+                            "data-parallel of them)");
+  }
+  const int P = world.size() / D;  // the ranks of one model copy
+  require_ranks_fit(o.layout, P, D);
+  if (D > 1 && o.device.device != "cpu") {
+    throw core::ConfigError("--data-parallel runs on the CPU so far; use --device cpu or --data-parallel 1");
+  }
   if (B <= 0) throw core::ConfigError("the batch size (--batch) must be positive, but is " + std::to_string(B));
   if (o.steps <= 0)
     throw core::ConfigError("the number of steps (--steps) must be positive, but is " + std::to_string(o.steps));
@@ -526,7 +552,14 @@ int train(TrainOptions o, comm::World& world) {
     throw core::ConfigError("--grad-accum " + std::to_string(o.grad_accum) + " must be 1 or more and divide --batch " +
                             std::to_string(B) + " (each micro-batch is batch / grad-accum sequences)");
   }
-  require_batch_fits(o.layout, B, world, T, o.memory.sequence_parallel, o.grad_accum);
+  if (B % (D * o.grad_accum) != 0) {
+    throw core::ConfigError("--batch " + std::to_string(B) + " must be a multiple of --data-parallel " +
+                            std::to_string(D) + " x --grad-accum " + std::to_string(o.grad_accum) +
+                            " (each model copy runs batch / data-parallel sequences, in grad-accum micro-batches)");
+  }
+  require_batch_fits(o.layout, B / D, P, T, o.memory.sequence_parallel, o.grad_accum,
+                     D == 1 ? "" : "a copy's share (--batch " + std::to_string(B) + " / --data-parallel " +
+                                       std::to_string(D) + " = " + std::to_string(B / D) + ")");
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
   }
@@ -558,8 +591,10 @@ int train(TrainOptions o, comm::World& world) {
 
   const core::Context ctx = make_context(o.device, world);
   if (ctx.device == core::Device::cuda) world.print0("device: cuda, %s\n", core::cuda_device_report().c_str());
-  return with_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(), o.memory,
-                    [&](auto& gpt) { return run_training(o, world, gpt, train_data, val_data, eval_batches); });
+  DataParallel dp(world, D);
+  auto run = [&](auto& gpt) { return run_training(o, world, dp, gpt, train_data, val_data, eval_batches); };
+  if (D == 1) return with_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(), o.memory, run);
+  return with_model_on(o.layout, o.model, o.seed, *dp.model, ctx, o.memory, run);
 }
 
 }  // namespace optimus::train

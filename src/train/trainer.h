@@ -29,6 +29,7 @@ struct TrainOptions {
   model::MemoryOptions memory;      // recomputation, sequence parallelism (chapter 5)
   model::GPTConfig model;           // n_positions is also the training sequence length T, unless seq is set
   int grad_accum = 1;               // micro-batches per optimizer step, each batch / grad_accum sequences
+  int data_parallel = 1;            // D copies of the model, each on world / D ranks and batch / D sequences
   int seq = 0;                      // T when shorter than the model's n_positions (--init-from); 0: n_positions
   int batch = 8;                    // B
   int steps = 200;                  // total optimizer steps

@@ -148,6 +148,21 @@ case_grad_accum_micro_batch_2d() {
     "$mpiexec" -np 4 "$optimus" train --layout 2d --grad-accum 4 --layers 1 --embd 32 --heads 2 --seq 16 --batch 4 \
     "${quiet[@]}" --data "$ws/text.txt" --out "$ws/new_run"
 }
+case_data_parallel_not_dividing() {
+  refused "--data-parallel 3 must be 1 or more and divide the 4 processes" \
+    "$mpiexec" -np 4 "$optimus" train --layout 1d --data-parallel 3 "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" \
+    --out "$ws/new_run"
+}
+case_data_parallel_copy_not_square() {
+  refused "needs a square number of ranks (q×q), but one model copy has 2 (4 processes / --data-parallel 2)" \
+    "$mpiexec" -np 4 "$optimus" train --layout 2d --data-parallel 2 "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" \
+    --out "$ws/new_run"
+}
+case_data_parallel_batch() {
+  refused "--batch 4 must be a multiple of --data-parallel 4 x --grad-accum 2" \
+    "$mpiexec" -np 4 "$optimus" train --data-parallel 4 --grad-accum 2 "${model[@]}" "${quiet[@]}" \
+    --data "$ws/text.txt" --out "$ws/new_run"
+}
 case_2d_batch_not_divisible() {
   refused "--batch 3 is not divisible by 2" \
     "$mpiexec" -np 4 "$optimus" train --layout 2d --layers 1 --embd 32 --heads 2 --seq 16 --batch 3 "${quiet[@]}" \
