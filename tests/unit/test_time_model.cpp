@@ -1,0 +1,149 @@
+// Chapter 4's time model, formula by formula, on a toy hardware profile whose rates are round
+// numbers: each expected time below is written from the formula as the chapter and
+// data/hardware/README.md state it, not from a run of the code. The planner's end-to-end checks
+// (label plan) run the model on real ledgers; these pin each piece on its own.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "comm/comm_ledger.h"
+#include "core/op_ledger.h"
+#include "plan/hardware.h"
+#include "plan/time_model.h"
+
+using namespace optimus;
+using comm::CommOp;
+using plan::Algorithm;
+
+namespace {
+
+// 4 devices per node; products with a smallest dimension up to 64 at 1 GFLOP/s, larger ones at
+// 4 GFLOP/s; 10 GB/s of memory; links with α, β, γ of round sizes; rings everywhere except the
+// broadcasts and reduces, which use binomial trees.
+plan::HardwareProfile toy() {
+  plan::HardwareProfile h;
+  h.name = "toy";
+  h.devices_per_node = 4;
+  h.device_memory_bytes = int64_t{1} << 30;
+  h.matmul = {{64, 1e9}, {INT64_MAX, 4e9}};
+  h.memory_bytes_per_s = 1e10;
+  h.collective_launch_s = 1e-6;
+  h.intra_node = {.alpha_s = 1e-5, .beta_s_per_byte = 1e-9, .gamma_s_per_byte = 1e-10, .devices_per_link = 1};
+  h.inter_node = {.alpha_s = 1e-4, .beta_s_per_byte = 1e-8, .gamma_s_per_byte = 2e-10, .devices_per_link = 2};
+  h.algorithm.fill(Algorithm::ring);
+  h.algorithm[static_cast<size_t>(CommOp::broadcast)] = Algorithm::binomial_tree;
+  h.algorithm[static_cast<size_t>(CommOp::reduce)] = Algorithm::binomial_tree;
+  return h;
+}
+
+core::OpCost product(int64_t flops, int64_t min_dim) {
+  return {.kind = core::OpKind::matmul, .flops = flops, .bytes_read = 0, .bytes_written = 0, .min_dim = min_dim};
+}
+
+}  // namespace
+
+TEST_CASE("time model: each collective's α–β–γ cost is the table's formula", "[time_model]") {
+  const plan::Link link = toy().intra_node;
+  const double a = link.alpha_s, b = link.beta_s_per_byte, g = link.gamma_s_per_byte, n = 1000;
+  double wire = 0;
+  // p = 4: (p − 1)/p = 3/4, ⌈lg p⌉ = 2.
+  CHECK(plan::collective_seconds(CommOp::all_reduce, Algorithm::ring, n, 4, link, wire) ==
+        Approx(6 * a + 1500 * b + 750 * g));
+  CHECK(wire == Approx(1500));
+  CHECK(plan::collective_seconds(CommOp::all_gather, Algorithm::ring, n, 4, link, wire) == Approx(3 * a + 750 * b));
+  CHECK(wire == Approx(750));
+  CHECK(plan::collective_seconds(CommOp::reduce_scatter, Algorithm::ring, n, 4, link, wire) ==
+        Approx(3 * a + 750 * (b + g)));
+  CHECK(plan::collective_seconds(CommOp::broadcast, Algorithm::binomial_tree, n, 4, link, wire) ==
+        Approx(2 * (a + n * b)));
+  CHECK(wire == Approx(2 * n));
+  CHECK(plan::collective_seconds(CommOp::reduce, Algorithm::binomial_tree, n, 4, link, wire) ==
+        Approx(2 * (a + n * b) + 2 * n * g));
+  CHECK(plan::collective_seconds(CommOp::broadcast, Algorithm::scatter_allgather, n, 4, link, wire) ==
+        Approx((2 + 3) * a + 1500 * b));
+  CHECK(plan::collective_seconds(CommOp::broadcast, Algorithm::ring, n, 4, link, wire) == Approx(3 * a + n * b));
+  CHECK(plan::collective_seconds(CommOp::reduce, Algorithm::ring, n, 4, link, wire) == Approx(3 * a + n * b + n * g));
+  // p = 5: a tree takes ⌈lg 5⌉ = 3 steps.
+  CHECK(plan::collective_seconds(CommOp::broadcast, Algorithm::binomial_tree, n, 5, link, wire) ==
+        Approx(3 * (a + n * b)));
+}
+
+TEST_CASE("time model: products at their shape class's rate times the threads, other ops at memory bandwidth",
+          "[time_model]") {
+  core::OpLedger ops;
+  ops.record(product(2'000'000'000, 32));   // 2 s at 1 GFLOP/s
+  ops.record(product(4'000'000'000, 128));  // 1 s at 4 GFLOP/s
+  ops.record({.kind = core::OpKind::elementwise,
+              .flops = 1,
+              .bytes_read = 6'000'000'000,
+              .bytes_written = 4'000'000'000});  // 1 s at 10 GB/s
+  const plan::Placement one{.layout = "serial", .ranks = 1, .ranks_per_node = 1};
+  const auto t1 = plan::predict_time(ops, comm::CommLedger{}, toy(), one, 0, {.threads = 1});
+  CHECK(t1.compute_s == Approx(4.0));
+  CHECK(t1.communication_s == 0.0);
+  CHECK(t1.total_s == Approx(4.0));
+  const auto t2 = plan::predict_time(ops, comm::CommLedger{}, toy(), one, 0, {.threads = 2});
+  CHECK(t2.compute_s == Approx(1.0 + 0.5 + 1.0));  // threads divide the products only
+}
+
+TEST_CASE("time model: more ranks on a node than devices take turns", "[time_model]") {
+  core::OpLedger ops;
+  ops.record(product(4'000'000'000, 128));  // 1 s alone
+  comm::CommLedger comm;
+  comm.record("world", CommOp::all_reduce, 4000, 8);
+  const plan::Placement crowded{.layout = "1d", .ranks = 8, .ranks_per_node = 8};  // 8 ranks, 4 devices
+  const auto t = plan::predict_time(ops, comm, toy(), crowded, 0, {});
+  const plan::Link l = toy().intra_node;
+  const double all_reduce =
+      1e-6 + 14 * l.alpha_s + 2 * 4000 * 7.0 / 8 * l.beta_s_per_byte + 4000 * 7.0 / 8 * l.gamma_s_per_byte;
+  CHECK(t.time_sharing == Approx(2.0));
+  CHECK(t.compute_s == Approx(2.0));
+  CHECK(t.communication_s == Approx(2 * all_reduce));
+}
+
+TEST_CASE("time model: a group that spans nodes takes the inter-node link, shared by the node's groups",
+          "[time_model]") {
+  // 2D on 2 × 2, two ranks per node: a row {0, 1} stays on node 0; a column {0, 2} spans two nodes,
+  // and both columns of node 0 send through its link at once (sharing 2 ≤ devices_per_link 2).
+  comm::CommLedger comm;
+  comm.record("row", CommOp::all_reduce, 1000, 2);
+  comm.record("col", CommOp::all_reduce, 1000, 2);
+  const plan::Placement grid{.layout = "2d", .ranks = 4, .ranks_per_node = 2};
+  const auto t = plan::predict_time(core::OpLedger{}, comm, toy(), grid, 0, {});
+  REQUIRE(t.communication.size() == 2);
+  const plan::Link in = toy().intra_node, out = toy().inter_node;
+  for (const plan::CollectiveTime& c : t.communication) {
+    const bool row = c.communicator == "row";
+    const plan::Link& l = row ? in : out;
+    const double beta = row ? l.beta_s_per_byte : 2 * l.beta_s_per_byte;
+    CHECK(c.link == (row ? "intra_node" : "inter_node"));
+    CHECK(c.sharing == (row ? 1 : 2));
+    CHECK(c.seconds == Approx(1e-6 + 2 * l.alpha_s + 1000 * beta + 500 * l.gamma_s_per_byte));
+  }
+  CHECK(plan::group_of(grid, "row", 3) == std::vector<int>{2, 3});
+  CHECK(plan::group_of(grid, "col", 3) == std::vector<int>{1, 3});
+  CHECK(plan::group_of(grid, "world", 3) == std::vector<int>{0, 1, 2, 3});
+}
+
+TEST_CASE("time model: overlap hides (q − 1)/q of the smaller of SUMMA's communication and its products",
+          "[time_model]") {
+  core::OpLedger ops;
+  ops.record(product(4'000'000'000, 128));  // 1 s of products
+  comm::CommLedger comm;
+  comm.record("row", CommOp::broadcast, 1'000'000, 3);  // SUMMA's: hidden
+  comm.record("world", CommOp::all_reduce, 8, 9);       // not SUMMA's: never hidden
+  const plan::Placement grid{.layout = "2d", .ranks = 9, .ranks_per_node = 9};
+  plan::HardwareProfile h = toy();
+  h.devices_per_node = 9;  // no time-sharing
+  const auto plain = plan::predict_time(ops, comm, h, grid, 4, {});
+  const auto overlapped = plan::predict_time(ops, comm, h, grid, 4, {.threads = 1, .overlap = true});
+  double summa = 0;
+  for (const auto& c : plain.communication)
+    if (c.communicator == "row") summa = c.seconds;
+  REQUIRE(summa > 0);
+  CHECK(plain.hidden_s == 0.0);
+  CHECK(overlapped.hidden_s == Approx(2.0 / 3.0 * std::min(1.0, summa)));
+  CHECK(overlapped.total_s == Approx(plain.total_s - overlapped.hidden_s));
+}
