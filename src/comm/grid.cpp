@@ -7,13 +7,14 @@
 
 namespace optimus::comm {
 
-int Grid2D::side(int p) {
+int Grid2D::side(int p, const std::string& who) {
   int q = 0;
   while ((q + 1) * (q + 1) <= p) ++q;
   if (q * q == p && p > 0) return q;
   const std::string below = q > 0 ? std::to_string(q * q) + " or " : "";
-  throw core::ConfigError("the 2D layout needs a square number of ranks (q×q), but the world has " + std::to_string(p) +
-                          "; run with " + below + std::to_string((q + 1) * (q + 1)) + " ranks");
+  throw core::ConfigError("the 2D layout needs a square number of ranks (q×q), but " +
+                          (who.empty() ? "the world has " + std::to_string(p) : who) + "; run with " + below +
+                          std::to_string((q + 1) * (q + 1)) + " ranks");
 }
 
 Grid2D::Grid2D(Communicator& world)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "comm/communicator.h"
 
@@ -41,8 +42,9 @@ class Grid2D {
   Communicator& row_comm() const { return *row_comm_; }
   Communicator& col_comm() const { return *col_comm_; }
 
-  /// q with q·q = p; throws core::ConfigError naming p and the nearest squares otherwise.
-  static int side(int p);
+  /// q with q·q = p; throws core::ConfigError naming p and the nearest squares otherwise. `who`
+  /// says whose p ranks they are in that sentence (default: "the world has p").
+  static int side(int p, const std::string& who = "");
 
  private:
   Communicator* world_;  // not owned

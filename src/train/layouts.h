@@ -42,24 +42,16 @@ inline comm::Communicator& model_communicator(comm::World& world, const core::Co
 /// `copies` (data parallelism; 1: the world). Called first, before any file is read, so a wrong
 /// launch is the first thing a user hears about.
 inline void require_ranks_fit(const std::string& layout, int ranks, int copies = 1) {
-  const std::string who = copies == 1 ? "the world has " + std::to_string(ranks)
-                                      : "one model copy has " + std::to_string(ranks) + " (" +
-                                            std::to_string(ranks * copies) + " processes / --data-parallel " +
-                                            std::to_string(copies) + ")";
+  const std::string who = copies == 1
+                              ? "the world has " + std::to_string(ranks)
+                              : "one model copy has " + std::to_string(ranks) + " (" + std::to_string(ranks * copies) +
+                                    " processes / --data-parallel " + std::to_string(copies) + ")";
   if (layout == "serial" && ranks != 1) {
     throw core::ConfigError("the serial layout runs on 1 process, but " + who +
                             (copies == 1 ? "; run without mpirun or choose --layout 1d or 2d"
                                          : "; choose --data-parallel equal to the processes, or --layout 1d or 2d"));
   }
-  if (layout == "2d") {
-    int q = 0;
-    while ((q + 1) * (q + 1) <= ranks) ++q;
-    if (q * q != ranks || ranks == 0) {
-      const std::string below = q > 0 ? std::to_string(q * q) + " or " : "";
-      throw core::ConfigError("the 2D layout needs a square number of ranks (q×q), but " + who + "; run with " + below +
-                              std::to_string((q + 1) * (q + 1)) + (copies == 1 ? " ranks" : " ranks per model copy"));
-    }
-  }
+  if (layout == "2d") comm::Grid2D::side(ranks, who);  // a ConfigError unless the ranks are a square
   if (layout != "serial" && layout != "1d" && layout != "2d") {
     throw core::ConfigError("unknown layout '" + layout.substr(0, 40) + "'; choose serial, 1d or 2d");
   }
@@ -122,9 +114,9 @@ int with_model(const std::string& layout, const model::GPTConfig& config, uint32
 /// data-parallel group of t is {t, P + t, 2P + t, …}: the ranks that hold the same shard in every
 /// copy, whose gradients are summed. With D = 1 nothing is split: the copy is the world.
 struct DataParallel {
-  int replicas = 1;  // D
-  int replica = 0;   // d: my copy
-  comm::Communicator* model = nullptr;      // my copy's P ranks
+  int replicas = 1;                          // D
+  int replica = 0;                           // d: my copy
+  comm::Communicator* model = nullptr;       // my copy's P ranks
   std::unique_ptr<comm::Communicator> data;  // my shard's D ranks (none when D = 1)
 
   /// Collective over the world; world.size() must be a multiple of D (checked before).
@@ -168,16 +160,16 @@ inline void require_batch_fits(const std::string& layout, int B, int ranks, int 
   const int Bm = B / grad_accum;
   if (batch.empty()) batch = "--batch " + std::to_string(B);
   if (grad_accum > 1) {
-    batch = "the micro-batch (" + batch + " / --grad-accum " + std::to_string(grad_accum) + " = " +
-            std::to_string(Bm) + ")";
+    batch = "the micro-batch (" + batch + " / --grad-accum " + std::to_string(grad_accum) + " = " + std::to_string(Bm) +
+            ")";
   }
   const std::string choose = grad_accum > 1 ? "choose --batch / --grad-accum" : "choose --batch";
   const int64_t tokens = int64_t{Bm} * T;
   if (layout == "1d" && sequence_parallel && tokens % ranks != 0) {
     throw core::ConfigError("sequence parallelism splits the B·T = " + std::to_string(tokens) +
                             " tokens of a batch over the p = " + std::to_string(ranks) + " ranks, but " +
-                            std::to_string(tokens) + " is not divisible by " + std::to_string(ranks) + "; " +
-                            choose + " and --seq whose product is a multiple of " + std::to_string(ranks));
+                            std::to_string(tokens) + " is not divisible by " + std::to_string(ranks) + "; " + choose +
+                            " and --seq whose product is a multiple of " + std::to_string(ranks));
   }
   if (layout != "2d") return;
   const int q = comm::Grid2D::side(ranks);

@@ -25,16 +25,15 @@ struct Layout {
   std::string name() const { return stage + (sequence_parallel ? "+sp" : ""); }
 };
 
-inline bool is_square(int P) {
-  int q = 1;
-  while (q * q < P) ++q;
-  return q * q == P;
-}
-
+// The smallest q with q·q ≥ P, and whether it is P's square root.
 inline int side(int P) {
   int q = 1;
   while (q * q < P) ++q;
   return q;
+}
+
+inline bool is_square(int P) {
+  return side(P) * side(P) == P;
 }
 
 // Every layout this world can run: serial on each rank alone, 1D with and without sequence
