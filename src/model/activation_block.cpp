@@ -48,7 +48,7 @@ ActivationBlock place_in_batch(ActivationBlock local, const BatchSlice& slice) {
   return local;
 }
 
-void require_no_sequence_parallel(const MemoryOptions& memory, const std::string& layout) {
+void require_no_sequence_parallel(const StageOptions& memory, const std::string& layout) {
   if (memory.sequence_parallel) {
     throw core::ConfigError("--sequence-parallel is a mode of the 1d layout, not of " + layout +
                             "; use it with --layout 1d");

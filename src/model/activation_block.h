@@ -54,15 +54,18 @@ ActivationBlock place_in_batch(ActivationBlock local, const BatchSlice& slice);
 /// the same ops and the same dropout masks, so every result is bitwise the same as with none.
 enum class Recompute { none, block };
 
-/// Chapter 5's memory techniques, chosen when a model is built: recomputation in every stage,
-/// sequence parallelism in the 1D stage only.
-struct MemoryOptions {
+/// The choices a stage is built with that leave its mathematics unchanged: chapter 5's memory
+/// techniques (recomputation in every stage, sequence parallelism in the 1D stage only) and
+/// chapter 6's overlap of communication with computation (2D's SUMMA: the next block's transfer in
+/// flight during this block's product).
+struct StageOptions {
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
+  bool overlap = false;
 };
 
 /// ConfigError when `memory` asks for sequence parallelism of a layout other than 1d.
-void require_no_sequence_parallel(const MemoryOptions& memory, const std::string& layout);
+void require_no_sequence_parallel(const StageOptions& memory, const std::string& layout);
 
 /// "none" or "block"; anything else is a ConfigError naming the choices.
 Recompute parse_recompute(const std::string& name);

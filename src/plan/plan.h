@@ -25,7 +25,7 @@ struct PlanOptions {
   int ranks_per_node = 0;         // 0: the profile's devices_per_node
   int threads = 1;                // CPU threads per rank (time model)
   bool overlap = false;           // 2D: SUMMA's communication overlapped with its products (time model)
-  model::MemoryOptions memory;    // recomputation, sequence parallelism (chapter 5)
+  model::StageOptions memory;    // recomputation, sequence parallelism (chapter 5)
 };
 
 /// The largest B (up to `limit`) whose training step's peak memory fits `bytes` on the first and

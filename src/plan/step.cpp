@@ -59,7 +59,7 @@ StepResult forward(Model& gpt, comm::Communicator& world, const StepOptions& o, 
 // Builds the model of `layout` and hands it to `run`.
 template <typename Run>
 StepResult with_gpt(const std::string& layout, const model::GPTConfig& config, const core::Context& ctx,
-                    comm::Communicator& world, uint32_t seed, const model::MemoryOptions& memory, Run&& run) {
+                    comm::Communicator& world, uint32_t seed, const model::StageOptions& memory, Run&& run) {
   if (layout != "1d") model::require_no_sequence_parallel(memory, layout);
   if (layout == "serial") {
     if (world.size() != 1) {

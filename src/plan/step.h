@@ -24,7 +24,7 @@ struct StepOptions {
   float grad_clip = 0.0f;
   float lr = 1e-3f;
   uint32_t seed = 7;
-  model::MemoryOptions memory;  // recomputation, sequence parallelism (chapter 5)
+  model::StageOptions memory;  // recomputation, sequence parallelism (chapter 5)
 };
 
 /// The step's two values (NaN on meta); the memory ledger as it stood after the update, before

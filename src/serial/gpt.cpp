@@ -12,7 +12,7 @@ using core::DropoutSite;
 using core::MemoryCategory;
 using core::Trans;
 
-GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const model::MemoryOptions& memory)
+GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const model::StageOptions& memory)
     : config_(config), ctx_(ctx), seed_(seed), recompute_(memory.recompute) {
   config_.validate();
   model::require_no_sequence_parallel(memory, "serial");

@@ -67,7 +67,7 @@ class GPT {
   /// draws the same weights). Dropout masks also use `seed`.
   /// memory.recompute chooses what the forward pass keeps; sequence parallelism is a 1D mode
   /// (ConfigError here).
-  GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const model::MemoryOptions& memory = {});
+  GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const model::StageOptions& memory = {});
 
   /// Runs the forward pass on inputs and targets (B, T), host memory, and returns the mean loss
   /// over the B*T tokens. `step` keys the dropout masks; `train` = false turns dropout off (evaluation).

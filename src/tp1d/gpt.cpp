@@ -21,7 +21,7 @@ using core::MemoryCategory;
 using core::Trans;
 
 GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid1D& grid,
-         const model::MemoryOptions& memory)
+         const model::StageOptions& memory)
     : config_(config),
       ctx_(ctx),
       seed_(seed),

@@ -70,7 +70,7 @@ class GPT {
   /// Philox, so the gathered model equals serial::GPT's under the same seed, bit for bit.
   /// memory chooses recomputation and sequence parallelism (chapter 5).
   GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid1D& grid,
-      const model::MemoryOptions& memory = {});
+      const model::StageOptions& memory = {});
 
   /// Forward pass on the global batch (every rank passes the same inputs and targets); returns the
   /// mean loss over the B*T tokens, the same on every rank. With sequence parallelism B·T must be

@@ -20,7 +20,7 @@ using core::DropoutSite;
 using core::MemoryCategory;
 
 GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid2D& grid,
-         const model::MemoryOptions& memory)
+         const model::StageOptions& memory)
     : config_(config),
       ctx_(ctx),
       seed_(seed),

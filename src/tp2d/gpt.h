@@ -66,7 +66,7 @@ class GPT {
   /// memory.recompute chooses what the forward pass keeps (chapter 5); sequence parallelism is a
   /// 1D mode (ConfigError here).
   GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid2D& grid,
-      const model::MemoryOptions& memory = {});
+      const model::StageOptions& memory = {});
 
   /// Forward pass on the global batch (every rank passes the same inputs and targets); returns the
   /// mean loss over all B*T tokens, the same on every rank. B must be a multiple of q (ConfigError).

@@ -25,7 +25,7 @@ struct BenchOptions {
   int steps = 7;                // measured steps (the median is reported)
   int warmup = 2;               // steps run first and not measured
   double budget_mib = 0;        // > 0: instead of timing, find the largest batch that fits this per rank
-  model::MemoryOptions memory;  // recomputation, sequence parallelism (chapter 5)
+  model::StageOptions memory;  // recomputation, sequence parallelism (chapter 5)
   DeviceOptions device;         // --device, --device-comm
 };
 

@@ -68,7 +68,7 @@ inline void require_world_fits(const std::string& layout, comm::World& world) {
 /// outside 1d, is a core::ConfigError raised identically on every rank before any communication.
 template <typename Body>
 int with_model_on(const std::string& layout, const model::GPTConfig& config, uint32_t seed, comm::Communicator& group,
-                  const core::Context& ctx, const model::MemoryOptions& memory, Body&& body) {
+                  const core::Context& ctx, const model::StageOptions& memory, Body&& body) {
   if (layout != "1d") model::require_no_sequence_parallel(memory, layout);
   if (layout == "serial") {
     serial::GPT gpt(config, ctx, seed, memory);
@@ -96,7 +96,7 @@ int with_model_on(const std::string& layout, const model::GPTConfig& config, uin
 /// communication.
 template <typename Body>
 int with_model(const std::string& layout, const model::GPTConfig& config, uint32_t seed, comm::World& world,
-               const core::Context& ctx, comm::DeviceComm device_comm, const model::MemoryOptions& memory,
+               const core::Context& ctx, comm::DeviceComm device_comm, const model::StageOptions& memory,
                Body&& body) {
   require_world_fits(layout, world);
   if (layout != "1d") model::require_no_sequence_parallel(memory, layout);
@@ -140,7 +140,7 @@ struct DataParallel {
 template <typename Body>
 int with_model(const std::string& layout, const model::GPTConfig& config, uint32_t seed, comm::World& world,
                const core::Context& ctx, comm::DeviceComm device_comm, Body&& body) {
-  return with_model(layout, config, seed, world, ctx, device_comm, model::MemoryOptions{}, std::forward<Body>(body));
+  return with_model(layout, config, seed, world, ctx, device_comm, model::StageOptions{}, std::forward<Body>(body));
 }
 
 /// The same with the device communicator chosen automatically.

@@ -38,7 +38,7 @@ void add_model_flags(CLI::App* app, model::GPTConfig& m) {
 }
 
 // Chapter 5's memory flags, shared by train, bench and plan.
-void add_memory_flags(CLI::App* app, model::MemoryOptions& m) {
+void add_memory_flags(CLI::App* app, model::StageOptions& m) {
   app->add_option_function<std::string>(
       "--recompute", [&m](const std::string& name) { m.recompute = model::parse_recompute(name); },
       "what the forward pass keeps: none (every activation, the default) or block (each block's input; the "

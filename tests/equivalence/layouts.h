@@ -65,7 +65,7 @@ template <typename Body>
 void with_layout(const Layout& layout, const optimus::model::GPTConfig& cfg, optimus::model::Recompute recompute,
                  optimus::core::MemoryLedger& ledger, Body&& body) {
   auto& world = mpi_test::world();
-  const optimus::model::MemoryOptions memory{.recompute = recompute, .sequence_parallel = layout.sequence_parallel};
+  const optimus::model::StageOptions memory{.recompute = recompute, .sequence_parallel = layout.sequence_parallel};
   const optimus::core::Context ctx = optimus::core::cpu_context(ledger);
   if (layout.stage == "serial") {
     optimus::serial::GPT gpt(cfg, ctx, 11, memory);

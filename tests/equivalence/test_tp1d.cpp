@@ -40,7 +40,7 @@ std::string tag(const std::string& what, bool sequence_parallel = false) {
 }
 
 // Chapter 2's 1D, or chapter 5's 1D with sequence parallelism; both run every L3-L5 test.
-model::MemoryOptions layout_1d(bool sequence_parallel) {
+model::StageOptions layout_1d(bool sequence_parallel) {
   return {.recompute = model::Recompute::none, .sequence_parallel = sequence_parallel};
 }
 

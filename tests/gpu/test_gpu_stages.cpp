@@ -174,7 +174,7 @@ TEST_CASE("Megatron 1D on the GPU (staged communicator) equals 1D on the CPU", "
   comm::Grid1D grid_cpu(world.comm()), grid_gpu(stage_test::device_world());
   // Chapter 2's 1D, and chapter 5's with sequence parallelism and recomputation.
   const bool chapter5 = GENERATE(false, true);
-  const model::MemoryOptions memory{.recompute = chapter5 ? model::Recompute::block : model::Recompute::none,
+  const model::StageOptions memory{.recompute = chapter5 ? model::Recompute::block : model::Recompute::none,
                                     .sequence_parallel = chapter5};
   const std::string name = chapter5 ? "1d+sp+recompute" : "1d";
   {
@@ -193,7 +193,7 @@ TEST_CASE("Optimus 2D on the GPU (4 ranks on one GPU, staged communicator) equal
   comm::Grid2D grid_gpu(stage_test::device_world());
   const int B = 2 * grid_cpu.q();
   const bool chapter5 = GENERATE(false, true);  // with recomputation too
-  const model::MemoryOptions memory{.recompute = chapter5 ? model::Recompute::block : model::Recompute::none};
+  const model::StageOptions memory{.recompute = chapter5 ? model::Recompute::block : model::Recompute::none};
   const std::string name = chapter5 ? "2d+recompute" : "2d";
   {
     core::MemoryLedger lg, lc;
