@@ -1,7 +1,9 @@
 // The Communicator interface: the collectives the stages use, over a group of ranks.
 // Stage 2 needs all_reduce; stage 3 adds broadcast and reduce (SUMMA), all_gather and
 // reduce_scatter (the embedding) over the row_comm and col_comm of the q×q grid. Implementations:
-// MpiCommunicator (host memory); every completed call is counted in a CommLedger.
+// MpiCommunicator (host memory); every completed call is counted in a CommLedger. Chapter 6 adds
+// started collectives (start_broadcast, start_reduce, start_all_reduce): a Request in flight that
+// the caller waits for later, so that a product can run while the transfer moves.
 #pragma once
 
 #include <concepts>
@@ -27,6 +29,40 @@ constexpr DType dtype_of() {
   if constexpr (std::same_as<T, double>) return DType::f64;
   return DType::i32;
 }
+
+/// What an implementation returns for a collective it has started and not finished.
+class Pending {
+ public:
+  virtual ~Pending() = default;
+  /// Returns when the collective has completed on this rank (for a device communicator: when the
+  /// work queued after this call on the context's stream will see its result).
+  virtual void wait() = 0;
+};
+
+/// A started collective. wait() returns once it has completed on this rank: only then may its
+/// buffer be read (its result) or written (its next use). A Request not waited for is waited for
+/// by its destructor, and by assigning another to it. Move-only; a default Request is complete.
+class Request {
+ public:
+  Request() = default;
+  explicit Request(std::unique_ptr<Pending> pending) : pending_(std::move(pending)) {}
+  Request(Request&&) noexcept = default;
+  Request& operator=(Request&& other) {
+    wait();
+    pending_ = std::move(other.pending_);
+    return *this;
+  }
+  ~Request() { wait(); }
+
+  void wait() {
+    if (pending_ == nullptr) return;
+    pending_->wait();
+    pending_.reset();
+  }
+
+ private:
+  std::unique_ptr<Pending> pending_;
+};
 
 /// A group of `size()` ranks; this process is `rank()` in it. Every member must make the same
 /// calls in the same order with the same n (and root) — as with MPI. Counts are elements, not
@@ -88,6 +124,41 @@ class Communicator {
     record(CommOp::reduce_scatter, size_ * n * int64_t{sizeof(T)});
   }
 
+  // ---- started collectives: the same operations, returning before they complete -------------
+  // Each is recorded in the ledger when it starts, exactly as its blocking twin. Every member of the
+  // group must start the same collectives in the same order (started and blocking calls of one
+  // group may not interleave while a started one is in flight). An implementation without
+  // non-blocking collectives completes the call before returning (the Request is then complete).
+
+  /// broadcast, started.
+  template <CommElement T>
+  [[nodiscard]] Request start_broadcast(T* buf, int64_t n, int root) {
+    check_count("broadcast", n);
+    check_root("broadcast", root);
+    Request r(do_start_broadcast(buf, n, dtype_of<T>(), root));
+    record(CommOp::broadcast, n * int64_t{sizeof(T)});
+    return r;
+  }
+
+  /// reduce, started.
+  template <CommElement T>
+  [[nodiscard]] Request start_reduce(T* buf, int64_t n, int root, ReduceOp op = ReduceOp::sum) {
+    check_count("reduce", n);
+    check_root("reduce", root);
+    Request r(do_start_reduce(buf, n, dtype_of<T>(), root, op));
+    record(CommOp::reduce, n * int64_t{sizeof(T)});
+    return r;
+  }
+
+  /// all_reduce, started.
+  template <CommElement T>
+  [[nodiscard]] Request start_all_reduce(T* buf, int64_t n, ReduceOp op = ReduceOp::sum) {
+    check_count("all_reduce", n);
+    Request r(do_start_all_reduce(buf, n, dtype_of<T>(), op));
+    record(CommOp::all_reduce, n * int64_t{sizeof(T)});
+    return r;
+  }
+
   /// Returns once every rank of the group has entered it.
   void barrier();
 
@@ -106,6 +177,19 @@ class Communicator {
   virtual void do_all_gather(void* recv, const void* send, int64_t n, DType t) = 0;
   virtual void do_reduce_scatter(void* recv, const void* send, int64_t n, DType t, ReduceOp op) = 0;
   virtual void do_barrier() = 0;
+  // The started forms. By default the blocking call runs to completion and nothing is pending.
+  virtual std::unique_ptr<Pending> do_start_broadcast(void* buf, int64_t n, DType t, int root) {
+    do_broadcast(buf, n, t, root);
+    return nullptr;
+  }
+  virtual std::unique_ptr<Pending> do_start_reduce(void* buf, int64_t n, DType t, int root, ReduceOp op) {
+    do_reduce(buf, n, t, root, op);
+    return nullptr;
+  }
+  virtual std::unique_ptr<Pending> do_start_all_reduce(void* buf, int64_t n, DType t, ReduceOp op) {
+    do_all_reduce(buf, n, t, op);
+    return nullptr;
+  }
   virtual std::unique_ptr<Communicator> do_split(int color, int key, std::string name) = 0;
 
  private:

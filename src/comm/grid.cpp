@@ -17,8 +17,8 @@ int Grid2D::side(int p, const std::string& who) {
                           std::to_string((q + 1) * (q + 1)) + " ranks");
 }
 
-Grid2D::Grid2D(Communicator& world)
-    : world_(&world), q_(side(world.size())), i_(world.rank() / q_), j_(world.rank() % q_) {
+Grid2D::Grid2D(Communicator& world, bool overlap)
+    : world_(&world), q_(side(world.size())), i_(world.rank() / q_), j_(world.rank() % q_), overlap_(overlap) {
   // Same i → one row, ordered by j; same j → one column, ordered by i.
   row_comm_ = world.split(i_, j_, "row");
   col_comm_ = world.split(j_, i_, "col");

@@ -26,17 +26,19 @@ class Grid1D {
 
 /// q×q ranks. row_comm holds the q ranks with the same i, ordered by j (this rank is j in it);
 /// col_comm holds the q ranks with the same j, ordered by i (this rank is i in it). Their ledger
-/// names are "row" and "col".
+/// names are "row" and "col". `overlap` says how the SUMMA products over this grid schedule their
+/// transfers (tp2d/summa.h): with it, step t + 1's broadcasts move during step t's product.
 class Grid2D {
  public:
   /// Collective over `world` (two splits). Throws core::ConfigError, before any communication
   /// and identically on every rank, if world.size() is not a square.
-  explicit Grid2D(Communicator& world);
+  explicit Grid2D(Communicator& world, bool overlap = false);
 
   int q() const { return q_; }
   int i() const { return i_; }
   int j() const { return j_; }
   int r() const { return world_->rank(); }
+  bool overlap() const { return overlap_; }
 
   Communicator& world() const { return *world_; }
   Communicator& row_comm() const { return *row_comm_; }
@@ -51,6 +53,7 @@ class Grid2D {
   int q_;
   int i_;
   int j_;
+  bool overlap_;
   std::unique_ptr<Communicator> row_comm_;
   std::unique_ptr<Communicator> col_comm_;
 };

@@ -100,6 +100,45 @@ void MpiCommunicator::do_reduce(void* buf, int64_t n, DType t, int root, ReduceO
   }
 }
 
+namespace {
+
+/// An MPI request in flight; waiting completes it.
+class MpiPending final : public Pending {
+ public:
+  MpiPending() = default;
+  MPI_Request* request() { return &request_; }
+  void wait() override { OPTIMUS_MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE)); }
+
+ private:
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
+
+}  // namespace
+
+std::unique_ptr<Pending> MpiCommunicator::do_start_broadcast(void* buf, int64_t n, DType t, int root) {
+  const int count = mpi_count("broadcast", n);
+  auto pending = std::make_unique<MpiPending>();
+  OPTIMUS_MPI_CHECK(MPI_Ibcast(buf, count, mpi_type(t), root, comm_, pending->request()));
+  return pending;
+}
+
+std::unique_ptr<Pending> MpiCommunicator::do_start_reduce(void* buf, int64_t n, DType t, int root, ReduceOp op) {
+  const int count = mpi_count("reduce", n);
+  auto pending = std::make_unique<MpiPending>();
+  // In place on the root, as do_reduce.
+  const void* send = rank() == root ? MPI_IN_PLACE : buf;
+  void* recv = rank() == root ? buf : nullptr;
+  OPTIMUS_MPI_CHECK(MPI_Ireduce(send, recv, count, mpi_type(t), mpi_op(op), root, comm_, pending->request()));
+  return pending;
+}
+
+std::unique_ptr<Pending> MpiCommunicator::do_start_all_reduce(void* buf, int64_t n, DType t, ReduceOp op) {
+  const int count = mpi_count("all_reduce", n);
+  auto pending = std::make_unique<MpiPending>();
+  OPTIMUS_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, count, mpi_type(t), mpi_op(op), comm_, pending->request()));
+  return pending;
+}
+
 void MpiCommunicator::do_all_gather(void* recv, const void* send, int64_t n, DType t) {
   const int count = mpi_count("all_gather", n);
   // MPI forbids aliased buffers unless the send side is MPI_IN_PLACE.

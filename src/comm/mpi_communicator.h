@@ -31,8 +31,10 @@ int rank_in(MPI_Comm comm);
 int size_of(MPI_Comm comm);
 }  // namespace detail
 
-/// MPI counts are int, so one call carries at most INT_MAX elements (per rank's block for
-/// all_gather and reduce_scatter); a larger n throws std::length_error before any communication.
+/// The started collectives are MPI's non-blocking ones (MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce).
+/// Open MPI moves their data only inside MPI calls, so a transfer advances while this rank starts
+/// or waits for another, not while it computes. MPI counts are int, so one call carries at most INT_MAX elements (per
+/// rank's block for all_gather and reduce_scatter); a larger n throws std::length_error before any communication.
 class MpiCommunicator final : public Communicator {
  public:
   /// Wraps `comm` (e.g. MPI_COMM_WORLD) without owning it.
@@ -49,6 +51,9 @@ class MpiCommunicator final : public Communicator {
   void do_all_gather(void* recv, const void* send, int64_t n, DType t) override;
   void do_reduce_scatter(void* recv, const void* send, int64_t n, DType t, ReduceOp op) override;
   void do_barrier() override;
+  std::unique_ptr<Pending> do_start_broadcast(void* buf, int64_t n, DType t, int root) override;
+  std::unique_ptr<Pending> do_start_reduce(void* buf, int64_t n, DType t, int root, ReduceOp op) override;
+  std::unique_ptr<Pending> do_start_all_reduce(void* buf, int64_t n, DType t, ReduceOp op) override;
   std::unique_ptr<Communicator> do_split(int color, int key, std::string name) override;
 
  private:

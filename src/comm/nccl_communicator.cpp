@@ -105,6 +105,7 @@ NcclCommunicator::~NcclCommunicator() {
       ncclCommDestroy(nccl_);
     }
   }
+  if (comm_stream_ != nullptr) cudaStreamDestroy(comm_stream_);
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (mpi_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&mpi_);
@@ -139,6 +140,63 @@ void NcclCommunicator::do_reduce_scatter(void* recv, const void* send, int64_t n
   if (n == 0) return;
   OPTIMUS_NCCL_CHECK(
       ncclReduceScatter(send, recv, static_cast<size_t>(n), nccl_type(t), nccl_op(op), nccl_, stream_of(ctx_)));
+}
+
+namespace {
+
+/// A collective queued on a communication stream; `done` is recorded after it there.
+class NcclPending final : public Pending {
+ public:
+  NcclPending(cudaStream_t compute, cudaEvent_t done) : compute_(compute), done_(done) {}
+  ~NcclPending() override { cudaEventDestroy(done_); }
+  void wait() override { check_cuda(cudaStreamWaitEvent(compute_, done_, 0), "cudaStreamWaitEvent"); }
+
+ private:
+  cudaStream_t compute_;
+  cudaEvent_t done_;
+};
+
+cudaEvent_t record_event(cudaStream_t stream) {
+  cudaEvent_t event = nullptr;
+  check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  check_cuda(cudaEventRecord(event, stream), "cudaEventRecord");
+  return event;
+}
+
+}  // namespace
+
+template <typename Launch>
+std::unique_ptr<Pending> NcclCommunicator::on_comm_stream(Launch launch) {
+  if (comm_stream_ == nullptr) {
+    check_cuda(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  }
+  // The communication stream waits for what the compute stream has queued (the operand's writer).
+  cudaEvent_t ready = record_event(stream_of(ctx_));
+  check_cuda(cudaStreamWaitEvent(comm_stream_, ready, 0), "cudaStreamWaitEvent");
+  cudaEventDestroy(ready);  // released once the wait it was queued for has happened
+  launch(comm_stream_);
+  return std::make_unique<NcclPending>(stream_of(ctx_), record_event(comm_stream_));
+}
+
+std::unique_ptr<Pending> NcclCommunicator::do_start_broadcast(void* buf, int64_t n, DType t, int root) {
+  if (n == 0) return nullptr;
+  return on_comm_stream([&](cudaStream_t stream) {
+    OPTIMUS_NCCL_CHECK(ncclBroadcast(buf, buf, static_cast<size_t>(n), nccl_type(t), root, nccl_, stream));
+  });
+}
+
+std::unique_ptr<Pending> NcclCommunicator::do_start_reduce(void* buf, int64_t n, DType t, int root, ReduceOp op) {
+  if (n == 0) return nullptr;
+  return on_comm_stream([&](cudaStream_t stream) {
+    OPTIMUS_NCCL_CHECK(ncclReduce(buf, buf, static_cast<size_t>(n), nccl_type(t), nccl_op(op), root, nccl_, stream));
+  });
+}
+
+std::unique_ptr<Pending> NcclCommunicator::do_start_all_reduce(void* buf, int64_t n, DType t, ReduceOp op) {
+  if (n == 0) return nullptr;
+  return on_comm_stream([&](cudaStream_t stream) {
+    OPTIMUS_NCCL_CHECK(ncclAllReduce(buf, buf, static_cast<size_t>(n), nccl_type(t), nccl_op(op), nccl_, stream));
+  });
 }
 
 void NcclCommunicator::do_barrier() {

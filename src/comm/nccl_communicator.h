@@ -33,6 +33,10 @@ namespace detail {
 /// Collectives on device buffers of `ctx`'s GPU, queued on the context's stream: a call returns
 /// once the collective is queued, its result ready for the ops queued after it (copy_to_host,
 /// which waits for the stream, to read it on the host). barrier() also waits for the stream.
+/// A started collective runs on the communicator's own communication stream, after everything
+/// queued on the context's stream before it (an event orders the two); its wait() makes the
+/// context's stream wait for it (another event) and returns at once, so products queued between
+/// the start and the wait run while the transfer moves.
 /// Every rank of the group must be on a different GPU.
 class NcclCommunicator final : public Communicator {
  public:
@@ -54,15 +58,23 @@ class NcclCommunicator final : public Communicator {
   void do_all_gather(void* recv, const void* send, int64_t n, DType t) override;
   void do_reduce_scatter(void* recv, const void* send, int64_t n, DType t, ReduceOp op) override;
   void do_barrier() override;
+  std::unique_ptr<Pending> do_start_broadcast(void* buf, int64_t n, DType t, int root) override;
+  std::unique_ptr<Pending> do_start_reduce(void* buf, int64_t n, DType t, int root, ReduceOp op) override;
+  std::unique_ptr<Pending> do_start_all_reduce(void* buf, int64_t n, DType t, ReduceOp op) override;
   std::unique_ptr<Communicator> do_split(int color, int key, std::string name) override;
 
  private:
   /// A split's child: takes ownership of `nccl` and `mpi`.
   NcclCommunicator(ncclComm_t nccl, MPI_Comm mpi, const core::Context& ctx, std::string name, CommLedger& ledger);
 
+  /// Queues `launch(stream)` on the communication stream after the context's stream's work.
+  template <typename Launch>
+  std::unique_ptr<Pending> on_comm_stream(Launch launch);
+
   ncclComm_t nccl_ = nullptr;
-  MPI_Comm mpi_ = MPI_COMM_NULL;  // owned: the same group in MPI, for the unique id and barrier
-  core::Context ctx_;             // keeps the stream alive
+  cudaStream_t comm_stream_ = nullptr;  // owned; made by the first started collective
+  MPI_Comm mpi_ = MPI_COMM_NULL;        // owned: the same group in MPI, for the unique id and barrier
+  core::Context ctx_;                   // keeps the stream alive
 };
 
 }  // namespace optimus::comm

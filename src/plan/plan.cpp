@@ -36,6 +36,7 @@ StepResult run_on_meta(const PlanOptions& o, int rank, int B, core::MemoryLedger
                        comm::CommLedger& comm, decltype(&run_training_step) run) {
   StepOptions step;
   step.B = B, step.T = o.config.n_positions, step.memory = o.memory;
+  step.memory.overlap = o.overlap;  // the meta run holds overlap's second blocks too
   const std::vector<int> tokens(static_cast<size_t>(step.B) * static_cast<size_t>(step.T), 0);  // meta reads none
   auto world = meta_world(o.layout, o.ranks, rank, comm);
   return run(o.layout, o.config, core::meta_context(memory, &ops), *world, step, tokens.data(), tokens.data());

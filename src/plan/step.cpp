@@ -75,7 +75,7 @@ StepResult with_gpt(const std::string& layout, const model::GPTConfig& config, c
   }
   if (layout == "2d") {
     tp2d::check_divisible_2d(config, comm::Grid2D::side(world.size()));  // before the grid's splits
-    comm::Grid2D grid(world);
+    comm::Grid2D grid(world, memory.overlap);
     tp2d::GPT gpt(config, ctx, seed, grid, memory);
     return run(gpt);
   }

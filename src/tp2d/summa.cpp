@@ -1,7 +1,10 @@
 // SUMMA over the q×q grid (chapter 3): the three products, each followed by its backward, which is
 // two calls of the other products with beta = 1 (so gradients accumulate without extra scratch).
+// Every transfer is started (Communicator::start_*) and waited for; the grid's overlap only moves
+// the waits (chapter 6), so a product computes the same sums in the same order either way.
 #include "tp2d/summa.h"
 
+#include <array>
 #include <stdexcept>
 #include <string>
 
@@ -26,8 +29,15 @@ void check_sizes(const char* op, const comm::Grid2D& grid, int M, int N, int K) 
   }
 }
 
-core::Buffer comm_buffer(const core::Context& ctx, int64_t rows, int64_t cols) {
-  return core::Buffer(*ctx.ledger, core::MemoryCategory::communication, {rows, cols}, ctx.device);
+// `slots` blocks of (rows, cols), one per step whose transfer may be in flight at once.
+core::Buffer comm_buffer(const core::Context& ctx, int slots, int64_t rows, int64_t cols) {
+  return core::Buffer(*ctx.ledger, core::MemoryCategory::communication, {slots, rows, cols}, ctx.device);
+}
+
+// Without overlap one block of each kind; with it two, so step t + 1's transfer has a block of its
+// own while step t's product reads the other.
+int slots(const comm::Grid2D& grid) {
+  return grid.overlap() ? 2 : 1;
 }
 
 // The block a broadcast sends: the root's own block (a broadcast only reads the root's buffer, so
@@ -43,20 +53,31 @@ float* broadcast_source(bool is_root, const float* own_block, float* receive) {
 void summa_ab(const core::Context& ctx, const comm::Grid2D& grid, float* C, const float* A, const float* B, int M,
               int N, int K, float beta) {
   check_sizes("summa_ab", grid, M, N, K);
-  const int q = grid.q(), Mb = M / q, Nb = N / q, Kb = K / q;
-  core::Buffer a_recv = comm_buffer(ctx, Mb, Kb);  // (M/q, K/q): A_it
-  core::Buffer b_recv = comm_buffer(ctx, Kb, Nb);  // (K/q, N/q): B_tj
+  const int q = grid.q(), Mb = M / q, Nb = N / q, Kb = K / q, S = slots(grid);
+  core::Buffer a_recv = comm_buffer(ctx, S, Mb, Kb);  // S × (M/q, K/q): A_it
+  core::Buffer b_recv = comm_buffer(ctx, S, Kb, Nb);  // S × (K/q, N/q): B_tj
   if (beta == 0.0f) {
     core::zero(ctx, C, int64_t{Mb} * Nb);
   } else if (beta != 1.0f) {
     core::scale(ctx, C, beta, int64_t{Mb} * Nb);
   }
+  std::array<float*, 2> a_it{}, b_tj{};  // step t's operands, in slot t % S
+  std::array<comm::Request, 2> a_sent, b_sent;
+  auto start = [&](int t) {  // broadcast A_it along the row from column t, B_tj down the column from row t
+    const int s = t % S;
+    a_it[s] = broadcast_source(grid.j() == t, A, a_recv.data() + int64_t{s} * Mb * Kb);
+    b_tj[s] = broadcast_source(grid.i() == t, B, b_recv.data() + int64_t{s} * Kb * Nb);
+    a_sent[s] = grid.row_comm().start_broadcast(a_it[s], int64_t{Mb} * Kb, t);
+    b_sent[s] = grid.col_comm().start_broadcast(b_tj[s], int64_t{Kb} * Nb, t);
+  };
+  start(0);
   for (int t = 0; t < q; ++t) {
-    float* a_it = broadcast_source(grid.j() == t, A, a_recv.data());
-    float* b_tj = broadcast_source(grid.i() == t, B, b_recv.data());
-    grid.row_comm().broadcast(a_it, int64_t{Mb} * Kb, t);
-    grid.col_comm().broadcast(b_tj, int64_t{Kb} * Nb, t);
-    core::matmul(ctx, C, a_it, b_tj, Mb, Nb, Kb, Trans::no, Trans::no, 1.0f, 1.0f);  // C_ij += A_it·B_tj
+    const int s = t % S;
+    a_sent[s].wait();
+    b_sent[s].wait();
+    if (grid.overlap() && t + 1 < q) start(t + 1);  // moves while this step multiplies
+    core::matmul(ctx, C, a_it[s], b_tj[s], Mb, Nb, Kb, Trans::no, Trans::no, 1.0f, 1.0f);  // C_ij += A_it·B_tj
+    if (!grid.overlap() && t + 1 < q) start(t + 1);
   }
 }
 
@@ -71,19 +92,34 @@ void summa_ab_backward(const core::Context& ctx, const comm::Grid2D& grid, float
 void summa_abt(const core::Context& ctx, const comm::Grid2D& grid, float* C, const float* A, const float* B, int M,
                int N, int K, float beta) {
   check_sizes("summa_abt", grid, M, N, K);
-  const int q = grid.q(), Mb = M / q, Nb = N / q, Kb = K / q;
-  core::Buffer b_recv = comm_buffer(ctx, Nb, Kb);   // (N/q, K/q): B_tj
-  core::Buffer partial = comm_buffer(ctx, Mb, Nb);  // (M/q, N/q): P = A_ij·B_tjᵀ
+  const int q = grid.q(), Mb = M / q, Nb = N / q, Kb = K / q, S = slots(grid);
+  core::Buffer b_recv = comm_buffer(ctx, S, Nb, Kb);   // S × (N/q, K/q): B_tj
+  core::Buffer partial = comm_buffer(ctx, S, Mb, Nb);  // S × (M/q, N/q): P = A_ij·B_tjᵀ
+  std::array<float*, 2> b_tj{};
+  std::array<comm::Request, 2> b_sent, p_sent;
+  auto start = [&](int t) {  // broadcast B_tj down the column from row t
+    const int s = t % S;
+    b_tj[s] = broadcast_source(grid.i() == t, B, b_recv.data() + int64_t{s} * Nb * Kb);
+    b_sent[s] = grid.col_comm().start_broadcast(b_tj[s], int64_t{Nb} * Kb, t);
+  };
+  start(0);
   for (int t = 0; t < q; ++t) {
-    float* b_tj = broadcast_source(grid.i() == t, B, b_recv.data());
-    grid.col_comm().broadcast(b_tj, int64_t{Nb} * Kb, t);
+    const int s = t % S;
+    b_sent[s].wait();
+    if (grid.overlap() && t + 1 < q) start(t + 1);
+    p_sent[s].wait();  // step t − S's partial has left slot s
     // Column t keeps the sum as C_it, so it computes its own share straight into C (with beta,
     // which then counts once); the others reduce from scratch.
     const bool keeps = grid.j() == t;
-    float* p = keeps ? C : partial.data();
-    core::matmul(ctx, p, A, b_tj, Mb, Nb, Kb, Trans::no, Trans::yes, 1.0f, keeps ? beta : 0.0f);
-    grid.row_comm().reduce(p, int64_t{Mb} * Nb, t);
+    float* p = keeps ? C : partial.data() + int64_t{s} * Mb * Nb;
+    core::matmul(ctx, p, A, b_tj[s], Mb, Nb, Kb, Trans::no, Trans::yes, 1.0f, keeps ? beta : 0.0f);
+    p_sent[s] = grid.row_comm().start_reduce(p, int64_t{Mb} * Nb, t);
+    if (!grid.overlap()) {
+      p_sent[s].wait();
+      if (t + 1 < q) start(t + 1);
+    }
   }
+  for (auto& r : p_sent) r.wait();
 }
 
 void summa_abt_backward(const core::Context& ctx, const comm::Grid2D& grid, float* dA, float* dB, const float* dC,
@@ -97,18 +133,33 @@ void summa_abt_backward(const core::Context& ctx, const comm::Grid2D& grid, floa
 void summa_atb(const core::Context& ctx, const comm::Grid2D& grid, float* C, const float* A, const float* B, int M,
                int N, int K, float beta) {
   check_sizes("summa_atb", grid, M, N, K);
-  const int q = grid.q(), Mb = M / q, Nb = N / q, Kb = K / q;
-  core::Buffer a_recv = comm_buffer(ctx, Kb, Mb);   // (K/q, M/q): A_it
-  core::Buffer partial = comm_buffer(ctx, Mb, Nb);  // (M/q, N/q): P = A_itᵀ·B_ij
+  const int q = grid.q(), Mb = M / q, Nb = N / q, Kb = K / q, S = slots(grid);
+  core::Buffer a_recv = comm_buffer(ctx, S, Kb, Mb);   // S × (K/q, M/q): A_it
+  core::Buffer partial = comm_buffer(ctx, S, Mb, Nb);  // S × (M/q, N/q): P = A_itᵀ·B_ij
+  std::array<float*, 2> a_it{};
+  std::array<comm::Request, 2> a_sent, p_sent;
+  auto start = [&](int t) {  // broadcast A_it along the row from column t
+    const int s = t % S;
+    a_it[s] = broadcast_source(grid.j() == t, A, a_recv.data() + int64_t{s} * Kb * Mb);
+    a_sent[s] = grid.row_comm().start_broadcast(a_it[s], int64_t{Kb} * Mb, t);
+  };
+  start(0);
   for (int t = 0; t < q; ++t) {
-    float* a_it = broadcast_source(grid.j() == t, A, a_recv.data());
-    grid.row_comm().broadcast(a_it, int64_t{Kb} * Mb, t);
+    const int s = t % S;
+    a_sent[s].wait();
+    if (grid.overlap() && t + 1 < q) start(t + 1);
+    p_sent[s].wait();
     // Row t keeps the sum as C_tj (see summa_abt).
     const bool keeps = grid.i() == t;
-    float* p = keeps ? C : partial.data();
-    core::matmul(ctx, p, a_it, B, Mb, Nb, Kb, Trans::yes, Trans::no, 1.0f, keeps ? beta : 0.0f);
-    grid.col_comm().reduce(p, int64_t{Mb} * Nb, t);
+    float* p = keeps ? C : partial.data() + int64_t{s} * Mb * Nb;
+    core::matmul(ctx, p, a_it[s], B, Mb, Nb, Kb, Trans::yes, Trans::no, 1.0f, keeps ? beta : 0.0f);
+    p_sent[s] = grid.col_comm().start_reduce(p, int64_t{Mb} * Nb, t);
+    if (!grid.overlap()) {
+      p_sent[s].wait();
+      if (t + 1 < q) start(t + 1);
+    }
   }
+  for (auto& r : p_sent) r.wait();
 }
 
 void summa_atb_backward(const core::Context& ctx, const comm::Grid2D& grid, float* dA, float* dB, const float* dC,

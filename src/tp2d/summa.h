@@ -15,7 +15,11 @@ namespace optimus::tp2d {
 //   - like core::matmul, a product writes C = product + beta·C (beta = 0: C is only written);
 //   - like every backward op, a backward ACCUMULATES (+=) into dA and dB; nullptr = not needed;
 //   - scratch for the broadcast and reduce buffers is allocated per call on *ctx.ledger under
-//     MemoryCategory::communication; the sizes are given with each product.
+//     MemoryCategory::communication; the sizes are given with each product, and double when the
+//     grid overlaps (grid.overlap()): then step t + 1's broadcasts are started before step t's
+//     product and step t's reduce is waited for only when its block is next needed, so each kind
+//     of block needs two. The transfers, products and sums are the same either way; only the
+//     waits move, and the results are bitwise the same.
 // Communication is counted as the comm ledger counts it (comm_ledger.h: bytes of a call = the
 // size of its result buffer on this rank, root or not), per call and per rank, floats of 4 bytes.
 

@@ -82,7 +82,7 @@ int with_model_on(const std::string& layout, const model::GPTConfig& config, uin
   if (layout == "2d") {
     // Before the grid's splits, so a model the grid cannot cut is one message, no collective.
     tp2d::check_divisible_2d(config, comm::Grid2D::side(group.size()));
-    comm::Grid2D grid(group);
+    comm::Grid2D grid(group, memory.overlap);
     tp2d::GPT gpt(config, ctx, seed, grid, memory);
     return body(gpt);
   }

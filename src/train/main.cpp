@@ -48,6 +48,14 @@ void add_memory_flags(CLI::App* app, model::StageOptions& m) {
                 "sequence parallelism)");
 }
 
+// Chapter 6's overlap flag, shared by train and bench (plan's --overlap also predicts its time).
+void add_overlap_flag(CLI::App* app, model::StageOptions& m) {
+  app->add_flag("--overlap", m.overlap,
+                "overlap communication with computation: 2d starts each SUMMA step's broadcasts during the step "
+                "before; data parallelism sums a block's gradients while the backward pass goes on (the results "
+                "are bitwise the same)");
+}
+
 // The checkpoint's model, refused before anything is allocated when this machine cannot hold it at
 // batch B (every rank reads the checkpoint itself: one that cannot fails them all).
 model::GPTConfig checkpoint_model(comm::World& world, const std::string& checkpoint, int B, int ranks) {
@@ -106,6 +114,7 @@ int main(int argc, char** argv) {
     auto* train_cmd = app.add_subcommand("train", "train a GPT on a text file");
     train_cmd->add_option("--layout", t.layout, "serial, 1d or 2d")->capture_default_str();
     add_memory_flags(train_cmd, t.memory);
+    add_overlap_flag(train_cmd, t.memory);
     train_cmd
         ->add_option("--data-parallel", t.data_parallel,
                      "copies of the model D: each runs the layout on processes / D ranks and batch / D sequences; "
@@ -228,6 +237,7 @@ int main(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber);
     train::add_device_flags(bench_cmd, b_opt.device);
     add_memory_flags(bench_cmd, b_opt.memory);
+    add_overlap_flag(bench_cmd, b_opt.memory);
 
     // plan
     plan::PlanOptions p_opt;
