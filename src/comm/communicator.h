@@ -37,6 +37,8 @@ class Pending {
   /// Returns when the collective has completed on this rank (for a device communicator: when the
   /// work queued after this call on the context's stream will see its result).
   virtual void wait() = 0;
+  /// Whether it has completed, without waiting; a call also lets the implementation move it on.
+  virtual bool test() = 0;
 };
 
 /// A started collective. wait() returns once it has completed on this rank: only then may its
@@ -58,6 +60,13 @@ class Request {
     if (pending_ == nullptr) return;
     pending_->wait();
     pending_.reset();
+  }
+
+  /// Whether it has completed, without waiting. Open MPI moves a transfer only inside MPI calls, so
+  /// asking now and then, between products, is what moves it on while this rank computes.
+  bool done() {
+    if (pending_ != nullptr && pending_->test()) pending_.reset();
+    return pending_ == nullptr;
   }
 
  private:

@@ -108,6 +108,11 @@ class MpiPending final : public Pending {
   MpiPending() = default;
   MPI_Request* request() { return &request_; }
   void wait() override { OPTIMUS_MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE)); }
+  bool test() override {
+    int done = 0;
+    OPTIMUS_MPI_CHECK(MPI_Test(&request_, &done, MPI_STATUS_IGNORE));
+    return done != 0;
+  }
 
  private:
   MPI_Request request_ = MPI_REQUEST_NULL;

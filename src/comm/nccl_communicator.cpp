@@ -150,6 +150,12 @@ class NcclPending final : public Pending {
   NcclPending(cudaStream_t compute, cudaEvent_t done) : compute_(compute), done_(done) {}
   ~NcclPending() override { cudaEventDestroy(done_); }
   void wait() override { check_cuda(cudaStreamWaitEvent(compute_, done_, 0), "cudaStreamWaitEvent"); }
+  bool test() override {
+    const cudaError_t state = cudaEventQuery(done_);
+    if (state == cudaErrorNotReady) return false;
+    check_cuda(state, "cudaEventQuery");
+    return true;
+  }
 
  private:
   cudaStream_t compute_;

@@ -1,4 +1,5 @@
-// Flat buckets, one all-reduce each, for the gradients a predicate picks.
+// Flat buckets, one all-reduce each, for the gradients a predicate picks; and the data-parallel sum
+// of whole blocks, started as the backward pass finishes them.
 #include "model/gradient_bucket.h"
 
 #include <algorithm>
@@ -44,6 +45,42 @@ void sum_gradients(ParamSet& params, const core::Context& ctx, comm::Communicato
       at += t.grad.numel();
     }
   }
+}
+
+GradientSum::GradientSum(ParamSet& params, comm::Communicator& group, bool overlap)
+    : params_(params), group_(group), overlap_(overlap) {
+  // Runs of consecutive tensors with the same layer: one per block, and wte+wpe, ln_f outside them.
+  const auto& tensors = params.tensors;
+  for (size_t first = 0; first < tensors.size();) {
+    size_t last = first + 1;
+    while (last < tensors.size() && tensors[last].info.layer == tensors[first].info.layer) ++last;
+    const int layer = tensors[first].info.layer;
+    if (layer < 0) {
+      rest_.emplace_back(first, last);
+    } else {
+      if (blocks_.size() <= static_cast<size_t>(layer)) blocks_.resize(static_cast<size_t>(layer) + 1);
+      blocks_[static_cast<size_t>(layer)] = {first, last};
+    }
+    first = last;
+  }
+}
+
+void GradientSum::start(size_t first, size_t last) {
+  const auto [offset, count] = params_.grad_range(first, last);
+  in_flight_.push_back(group_.start_all_reduce(params_.grads.data() + offset, count));
+  if (!overlap_) in_flight_.back().wait();
+}
+
+void GradientSum::block_ready(int l) {
+  for (auto& r : in_flight_) r.done();  // moves the earlier blocks' sums on
+  const auto [first, last] = blocks_.at(static_cast<size_t>(l));
+  start(first, last);
+}
+
+void GradientSum::all_ready() {
+  for (const auto& [first, last] : rest_) start(first, last);
+  for (auto& r : in_flight_) r.wait();
+  in_flight_.clear();
 }
 
 }  // namespace optimus::model

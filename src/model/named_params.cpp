@@ -8,9 +8,10 @@ namespace optimus::model {
 
 namespace {
 
-// `buffer` picks the values or the gradients of a ParamTensor.
-ModelParams resolve(ParamSet& set, core::Buffer ParamTensor::*buffer) {
-  auto get = [&](const std::string& name) { return (set.at(name).*buffer).data(); };
+// `data` picks the values or the gradients of a ParamTensor.
+template <typename Data>
+ModelParams resolve(ParamSet& set, Data data) {
+  auto get = [&](const std::string& name) { return data(set.at(name)); };
   ModelParams m;
   m.wte = get("transformer.wte.weight");
   m.wpe = get("transformer.wpe.weight");
@@ -35,11 +36,11 @@ ModelParams resolve(ParamSet& set, core::Buffer ParamTensor::*buffer) {
 }  // namespace
 
 ModelParams ModelParams::values(ParamSet& set) {
-  return resolve(set, &ParamTensor::value);
+  return resolve(set, [](const ParamTensor& t) { return t.value.data(); });
 }
 
 ModelParams ModelParams::grads(ParamSet& set) {
-  return resolve(set, &ParamTensor::grad);
+  return resolve(set, [](const ParamTensor& t) { return t.grad.data(); });
 }
 
 }  // namespace optimus::model

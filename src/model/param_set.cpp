@@ -13,11 +13,22 @@ ParamSet ParamSet::create(const GPTConfig& config, const core::Context& ctx,
                           const std::function<ShardSpec(const ParamInfo&)>& spec_of, uint32_t seed) {
   ParamSet set;
   set.ctx = ctx;
-  for (const ParamInfo& info : canonical_parameters(config)) {
-    ShardSpec spec = spec_of(info);
+  const std::vector<ParamInfo> infos = canonical_parameters(config);
+  std::vector<ShardSpec> specs;
+  int64_t total = 0;
+  for (const ParamInfo& info : infos) {
+    specs.push_back(spec_of(info));
+    total += specs.back().local_shape().numel();
+  }
+  set.grads = core::Buffer(*ctx.ledger, core::MemoryCategory::gradients, {total}, ctx.device);
+  int64_t offset = 0;
+  for (size_t k = 0; k < infos.size(); ++k) {
+    const ParamInfo& info = infos[k];
+    const ShardSpec& spec = specs[k];
     const core::Shape local = spec.local_shape();
     ParamTensor t{info, spec, core::Buffer(*ctx.ledger, core::MemoryCategory::parameters, local, ctx.device),
-                  core::Buffer(*ctx.ledger, core::MemoryCategory::gradients, local, ctx.device)};
+                  core::BufferView(set.grads.data() + offset, local, ctx.device)};
+    offset += local.numel();
     // A meta context holds no values: there is nothing to draw.
     if (ctx.device == core::Device::meta) {
       set.tensors.push_back(std::move(t));
@@ -48,8 +59,15 @@ const ParamTensor& ParamSet::at(const std::string& name) const {
   return const_cast<ParamSet*>(this)->at(name);
 }
 
+std::pair<int64_t, int64_t> ParamSet::grad_range(size_t first, size_t last) const {
+  if (first >= last) return {0, 0};
+  const int64_t begin = tensors[first].grad.data() - grads.data();
+  const int64_t end = tensors[last - 1].grad.data() - grads.data() + tensors[last - 1].grad.numel();
+  return {begin, end - begin};
+}
+
 void ParamSet::zero_grads() {
-  for (auto& t : tensors) core::zero(ctx, t.grad.data(), t.grad.numel());
+  core::zero(ctx, grads.data(), grads.numel());
 }
 
 double ParamSet::owned_grad_sum_squares(const core::Context& ctx) const {
@@ -64,7 +82,7 @@ double ParamSet::owned_grad_sum_squares(const core::Context& ctx) const {
 }
 
 void ParamSet::scale_grads(const core::Context& ctx, float s) {
-  for (auto& t : tensors) core::scale(ctx, t.grad.data(), s, t.grad.numel());
+  core::scale(ctx, grads.data(), s, grads.numel());
 }
 
 float clip_grad_norm(ParamSet& params, const core::Context& ctx, comm::Communicator* model_group, float max_norm) {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -18,13 +19,17 @@ namespace optimus::model {
 struct ParamTensor {
   ParamInfo info;
   ShardSpec spec;
-  core::Buffer value;  // local shard, spec.local_shape()
-  core::Buffer grad;   // same shape
+  core::Buffer value;     // local shard, spec.local_shape()
+  core::BufferView grad;  // same shape, its place in ParamSet::grads
 };
 
 struct ParamSet {
   std::vector<ParamTensor> tensors;  // canonical order
   core::Context ctx;                 // the backend and ledger the tensors live on
+  /// Every tensor's gradient, one after another in canonical order: one buffer, so zeroing and
+  /// scaling are one op each, and a block's gradients (its tensors are consecutive in the
+  /// canonical order) are one range that data parallelism sums in place (grad_range).
+  core::Buffer grads;
 
   /// One tensor per canonical parameter of `config`, sharded by `spec_of`, allocated on the
   /// context's device and ledger (values as parameters, gradients as gradients), and initialised
@@ -35,6 +40,9 @@ struct ParamSet {
   /// The tensor of a canonical name (a linear search: stages resolve names once, model/named_params.h).
   ParamTensor& at(const std::string& name);
   const ParamTensor& at(const std::string& name) const;
+
+  /// The range of `grads` that holds tensors [first, last): {offset, count} in floats.
+  std::pair<int64_t, int64_t> grad_range(size_t first, size_t last) const;
 
   void zero_grads();
   /// Σ grad² over the shards this rank owns (the rank's share of the squared gradient norm).

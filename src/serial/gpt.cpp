@@ -60,7 +60,15 @@ void GPT::ensure_buffers(int B, int T) {
 // The whole batch: one device holds all of it.
 model::ActivationBlock GPT::block_of(int B, int T) const {
   const int64_t N = int64_t{B} * T;
-  return {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = config_.n_embd, .h0 = 0, .NHl = config_.n_head, .n0 = 0,
+  return {.B = B,
+          .T = T,
+          .b0 = 0,
+          .Bl = B,
+          .c0 = 0,
+          .Cl = config_.n_embd,
+          .h0 = 0,
+          .NHl = config_.n_head,
+          .n0 = 0,
           .Nl = N};
 }
 
@@ -81,6 +89,7 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   model::check_sequence_length(config_, T);
   ensure_buffers(B, T);
   acts_.block = model::place_in_batch(block_of(B, T), slice);
+  last_part_ = slice.last;
   step_ = step;
   train_ = train;
   const int N = B * T, C = config_.n_embd, V = config_.vocab_size;
@@ -148,7 +157,8 @@ void GPT::backward() {
   // Loss: the mean over the batch's tokens (the step's, when this pass is a part of it), so each
   // token's loss has gradient 1/N.
   core::crossentropy_backward(ctx_, core::zeroed(ctx_, s.d_logits), acts_.logits.data(), acts_.ce_max.data(),
-                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(batch_tokens()), N, V, 0, V);
+                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(batch_tokens()),
+                              N, V, 0, V);
   // LM head: d_lnf = d_logits · wte; dwte += d_logitsᵀ · lnf (the first of wte's two gradients).
   core::matmul_backward(ctx_, core::zeroed(ctx_, s.d_ln), dw.wte, s.d_logits.data(), acts_.lnf.data(), w.wte, N, V, C,
                         Trans::no, Trans::yes);
@@ -162,12 +172,14 @@ void GPT::backward() {
     const float* x = l == 0 ? acts_.encoded.data() : acts_.outputs[static_cast<size_t>(l - 1)].data();
     if (recompute_ == model::Recompute::block) block_forward(l, x);
     block_backward(l, x);
+    if (listener_ != nullptr && last_part_) listener_->block_ready(l);
   }
 
   // Embedding: through its dropout, then scatter-add into wte (its second gradient) and wpe.
   core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
   core::embedding_backward(ctx_, dw.wte, s.d_branch.data(), acts_.inputs.data(), N, C, 0, V);
   core::position_add_backward(ctx_, dw.wpe, s.d_branch.data(), B, T, C);
+  if (listener_ != nullptr && last_part_) listener_->all_ready();
 }
 
 // On entry s.d_res = dL/d(block output); on exit s.d_res = dL/dx (the block's input).

@@ -16,6 +16,7 @@
 #include "model/activation_block.h"
 #include "model/config.h"
 #include "model/gather.h"
+#include "model/gradient_listener.h"
 #include "model/named_params.h"
 #include "model/param_set.h"
 
@@ -81,6 +82,9 @@ class GPT {
   /// Clips the gradients to a global norm of max_norm as torch.nn.utils.clip_grad_norm_ does
   /// (max_norm <= 0: no clipping) and returns the norm before clipping.
   float clip_gradients(float max_norm);
+  /// Tells `listener` (nullptr: nobody) as the backward pass of a step's last part completes the
+  /// parameters' gradients, block by block (model/gradient_listener.h): data parallelism listens.
+  void set_gradient_listener(model::GradientListener* listener) { listener_ = listener; }
 
   model::ParamSet& params() { return params_; }
   const model::ParamSet& params() const { return params_; }
@@ -94,7 +98,7 @@ class GPT {
 
  private:
   void ensure_buffers(int B, int T);
-  model::ActivationBlock block_of(int B, int T) const;  // this rank's block of a batch of B
+  model::ActivationBlock block_of(int B, int T) const;                    // this rank's block of a batch of B
   int64_t batch_tokens() const { return acts_.block.B * acts_.block.T; }  // the step's tokens
   core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
   BlockActivations& working_set(int l);
@@ -108,6 +112,8 @@ class GPT {
   model::ParamSet params_;
   model::ModelParams param_;  // params_'s values by name
   model::ModelParams grad_;   // params_'s gradients by name
+  bool last_part_ = true;     // the forward's BatchSlice::last: the backward pass completes the step's gradients
+  model::GradientListener* listener_ = nullptr;
   Activations acts_;
   BackwardScratch scratch_;
   uint32_t step_ = 0;

@@ -89,8 +89,16 @@ void GPT::ensure_buffers(int B, int T) {
 // parallelism my slice [r·N/p, (r+1)·N/p).
 model::ActivationBlock GPT::block_of(int B, int T) const {
   const int64_t N = int64_t{B} * T, NHp = config_.n_head / p_, Nl = sp_ ? N / p_ : N;
-  return {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = config_.n_embd, .h0 = r_ * NHp, .NHl = NHp,
-          .n0 = sp_ ? r_ * Nl : 0, .Nl = Nl};
+  return {.B = B,
+          .T = T,
+          .b0 = 0,
+          .Bl = B,
+          .c0 = 0,
+          .Cl = config_.n_embd,
+          .h0 = r_ * NHp,
+          .NHl = NHp,
+          .n0 = sp_ ? r_ * Nl : 0,
+          .Nl = Nl};
 }
 
 // Block l's working set: its own, or the one every block shares under recomputation.
@@ -230,7 +238,8 @@ void GPT::backward() {
 
   // Loss: my vocabulary columns' share of (softmax − onehot) / N, from the full-row statistics.
   core::crossentropy_backward(ctx_, core::zeroed(ctx_, s.d_logits), acts_.logits.data(), acts_.ce_max.data(),
-                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(batch_tokens()), N, Vp, v0, V);
+                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(batch_tokens()),
+                              N, Vp, v0, V);
   // LM head: my partial d_lnf = d_logits · wte_mine; f's backward sums the ranks' partials (with
   // sequence parallelism f_sp's gives me my rows of the sum, and lnf is gathered again for dwte).
   if (sp_) {
@@ -253,10 +262,12 @@ void GPT::backward() {
     const float* x = l == 0 ? acts_.encoded.data() : acts_.outputs[static_cast<size_t>(l - 1)].data();
     if (recompute_ == model::Recompute::block) block_forward(l, x);
     block_backward(l, x);
+    if (listener_ != nullptr && last_part_) listener_->block_ready(l);
   }
 
   core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
   embedding_backward(dw.wte, dw.wpe);
+  if (listener_ != nullptr && last_part_) listener_->all_ready();
 
   // Each rank's LayerNorms saw only its rows: sum their gradients over the ranks, in one bucket
   // (after the step's last part when the step accumulates several).

@@ -19,6 +19,7 @@
 #include "model/activation_block.h"
 #include "model/config.h"
 #include "model/gather.h"
+#include "model/gradient_listener.h"
 #include "model/named_params.h"
 #include "model/param_set.h"
 
@@ -83,6 +84,9 @@ class GPT {
   /// Global-norm clipping; the norm counts every canonical element once (replicated tensors on
   /// rank 0 only), then one all-reduce of the squared sum.
   float clip_gradients(float max_norm);
+  /// Tells `listener` (nullptr: nobody) as the backward pass of a step's last part completes the
+  /// parameters' gradients, block by block (model/gradient_listener.h): data parallelism listens.
+  void set_gradient_listener(model::GradientListener* listener) { listener_ = listener; }
 
   model::ParamSet& params() { return params_; }
   const model::ParamSet& params() const { return params_; }
@@ -95,7 +99,7 @@ class GPT {
 
  private:
   void ensure_buffers(int B, int T);
-  model::ActivationBlock block_of(int B, int T) const;  // this rank's block of a batch of B
+  model::ActivationBlock block_of(int B, int T) const;                    // this rank's block of a batch of B
   int64_t batch_tokens() const { return acts_.block.B * acts_.block.T; }  // the step's tokens
   core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
   BlockActivations& working_set(int l);
@@ -127,6 +131,7 @@ class GPT {
   uint32_t step_ = 0;
   bool train_ = true;
   bool last_part_ = true;  // the forward's BatchSlice::last: backward sums the gradients computed apart
+  model::GradientListener* listener_ = nullptr;
 };
 
 }  // namespace optimus::tp1d

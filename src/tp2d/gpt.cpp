@@ -82,8 +82,16 @@ void GPT::ensure_buffers(int B, int T) {
 // Batch block i (its sequences and rows), C block j, head group j.
 model::ActivationBlock GPT::block_of(int B, int T) const {
   const int64_t Bb = B / q_, Nb = Bb * T, Cb = config_.n_embd / q_, NHb = config_.n_head / q_;
-  return {.B = B, .T = T, .b0 = i_ * Bb, .Bl = Bb, .c0 = j_ * Cb, .Cl = Cb, .h0 = j_ * NHb, .NHl = NHb,
-          .n0 = i_ * Nb, .Nl = Nb};
+  return {.B = B,
+          .T = T,
+          .b0 = i_ * Bb,
+          .Bl = Bb,
+          .c0 = j_ * Cb,
+          .Cl = Cb,
+          .h0 = j_ * NHb,
+          .NHl = NHb,
+          .n0 = i_ * Nb,
+          .Nl = Nb};
 }
 
 // Block l's working set: its own, or the one every block shares under recomputation.
@@ -189,8 +197,8 @@ void GPT::backward() {
 
   // Loss: my tile's share of (softmax − onehot) / N, from the full-row statistics; no communication.
   core::crossentropy_backward(ctx_, core::zeroed(ctx_, s.d_logits), acts_.logits.data(), acts_.ce_max.data(),
-                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(batch_tokens()), Nb, Vb_,
-                              j_ * Vb_, config_.vocab_size);
+                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(batch_tokens()),
+                              Nb, Vb_, j_ * Vb_, config_.vocab_size);
   // LM head, the backward of A·Bᵀ: d_lnf = d_logits · wte (SUMMA A·B), dwte += d_logitsᵀ · lnf (SUMMA Aᵀ·B).
   summa_abt_backward(ctx_, grid_, core::zeroed(ctx_, s.d_ln), dw.wte, s.d_logits.data(), acts_.lnf.data(), w.wte, N, V,
                      C);
@@ -204,12 +212,14 @@ void GPT::backward() {
     const float* x = l == 0 ? acts_.encoded.data() : acts_.outputs[static_cast<size_t>(l - 1)].data();
     if (recompute_ == model::Recompute::block) block_forward(l, x);
     block_backward(l, x);
+    if (listener_ != nullptr && last_part_) listener_->block_ready(l);
   }
 
   // Embedding: all-gather the column's gradient rows, scatter-add those of my vocabulary block.
   core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
   embedding_2d_backward(ctx_, grid_, dw.wte, s.d_branch.data(), acts_.inputs.data(), N, C, V);
   core::position_add_backward(ctx_, dw.wpe, s.d_branch.data(), B / q_, T, Cb);
+  if (listener_ != nullptr && last_part_) listener_->all_ready();
 
   // The gradients of the column-replicated parameters, summed over the column's q row blocks in
   // one flat bucket: one call per step instead of one per tensor (about 13·L + 3 of them), after

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -51,19 +52,16 @@ std::string continuation_flags(const TrainOptions& o) {
          (o.grad_accum > 1 ? " grad-accum=" + std::to_string(o.grad_accum) : "");
 }
 
-// The gradients data parallelism sums travel in buckets of at most this many floats (16 MiB).
-constexpr int64_t kDataParallelBucketFloats = int64_t{1} << 22;
-
 // One step's gradients and loss (inputs, targets: the step's batch, B sequences of T tokens). Model
 // copy d of D takes the sequences [d·B/D, (d+1)·B/D) and runs them as o.grad_accum micro-batches of
 // Bm each; every micro-batch is a part of the batch (model::BatchSlice), so its dropout masks are
 // the whole batch's and its loss is its share of the whole batch's mean. The gradients add up over
-// the micro-batches, then over the copies (one all-reduce per bucket over the data-parallel
-// group), and so does the loss: every rank ends with the whole batch's. The caller zeroes the
-// gradients first.
+// the micro-batches, then over the copies (the model's GradientSum, during the last micro-batch's
+// backward pass, block by block), and so does the loss: every rank ends with the whole batch's.
+// The caller zeroes the gradients first.
 template <typename Model>
-float accumulate_step(const TrainOptions& o, Model& gpt, const DataParallel& dp, const int* inputs,
-                      const int* targets, int B, int T, int step) {
+float accumulate_step(const TrainOptions& o, Model& gpt, const DataParallel& dp, const int* inputs, const int* targets,
+                      int B, int T, int step) {
   const int share = B / dp.replicas, Bm = share / o.grad_accum;
   double loss = 0.0;
   for (int k = 0; k < o.grad_accum; ++k) {
@@ -72,11 +70,7 @@ float accumulate_step(const TrainOptions& o, Model& gpt, const DataParallel& dp,
                         model::BatchSlice{.global = B, .b0 = b0, .last = k + 1 == o.grad_accum});
     gpt.backward();
   }
-  if (dp.data != nullptr) {
-    model::sum_gradients(
-        gpt.params(), gpt.context(), *dp.data, [](model::ParamKind) { return true; }, kDataParallelBucketFloats);
-    loss = comm::all_reduce_scalar(*dp.data, gpt.context(), loss);
-  }
+  if (dp.data != nullptr) loss = comm::all_reduce_scalar(*dp.data, gpt.context(), loss);
   return static_cast<float>(loss);
 }
 
@@ -379,8 +373,15 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
   const std::string copies =
       dp.replicas > 1 ? " (" + std::to_string(dp.replicas) + " data-parallel copies of the model)" : "";
   world.print0("training %lld parameters, layout %s on %d rank%s%s, on %s, validating on %s; B=%d T=%d\n",
-               o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s",
-               copies.c_str(), name(train_data).c_str(), name(val_data).c_str(), B, T);
+               o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s", copies.c_str(),
+               name(train_data).c_str(), name(val_data).c_str(), B, T);
+  // With data parallelism each block's gradients are summed over the copies as the last micro-batch's
+  // backward pass finishes it (in flight while the pass goes on with --overlap).
+  std::optional<model::GradientSum> data_sum;
+  if (dp.data != nullptr) {
+    data_sum.emplace(gpt.params(), *dp.data, o.memory.overlap);
+    gpt.set_gradient_listener(&*data_sum);
+  }
   std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
   // Validation reads the same windows in passes of one micro-batch (a copy's pass), so it needs no
   // more activations than a training pass; every copy computes the same loss.
@@ -558,8 +559,9 @@ int train(TrainOptions o, comm::World& world) {
                             " (each model copy runs batch / data-parallel sequences, in grad-accum micro-batches)");
   }
   require_batch_fits(o.layout, B / D, P, T, o.memory.sequence_parallel, o.grad_accum,
-                     D == 1 ? "" : "a copy's share (--batch " + std::to_string(B) + " / --data-parallel " +
-                                       std::to_string(D) + " = " + std::to_string(B / D) + ")");
+                     D == 1 ? ""
+                            : "a copy's share (--batch " + std::to_string(B) + " / --data-parallel " +
+                                  std::to_string(D) + " = " + std::to_string(B / D) + ")");
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
   }
