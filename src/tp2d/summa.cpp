@@ -4,7 +4,9 @@
 // the waits (chapter 6), so a product computes the same sums in the same order either way.
 #include "tp2d/summa.h"
 
+#include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -46,6 +48,26 @@ float* broadcast_source(bool is_root, const float* own_block, float* receive) {
   return is_root ? const_cast<float*>(own_block) : receive;
 }
 
+// C (M, N) = op(A)·op(B) + beta·C, computed in row panels of C on the CPU, with the transfers in
+// flight polled between panels: Open MPI moves a started transfer only inside MPI calls, so these
+// polls are what move it while this rank multiplies. Both modes compute the same panels, so the
+// sums are the same with and without overlap. (On a GPU the transfers have a stream of their own:
+// one call.) A is (M, K), or (K, M) when ta; B is (K, N), or (N, K) when tb.
+void block_product(const core::Context& ctx, float* C, const float* A, const float* B, int M, int N, int K, Trans ta,
+                   Trans tb, float beta, std::initializer_list<std::array<comm::Request, 2>*> in_flight) {
+  constexpr int kPanelRows = 64, kMaxPanels = 8;
+  const int panels = ctx.device == core::Device::cpu ? std::clamp(M / kPanelRows, 1, kMaxPanels) : 1;
+  const int lda = ta == Trans::no ? K : M, ldb = tb == Trans::no ? N : K;
+  for (int k = 0; k < panels; ++k) {
+    const int m0 = k * M / panels, m1 = (k + 1) * M / panels;
+    const float* a = ta == Trans::no ? A + int64_t{m0} * K : A + m0;
+    core::matmul_strided(ctx, C + int64_t{m0} * N, N, a, lda, B, ldb, m1 - m0, N, K, ta, tb, 1.0f, beta);
+    for (auto* requests : in_flight) {
+      for (auto& r : *requests) r.done();
+    }
+  }
+}
+
 }  // namespace
 
 // ---- C = A·B ------------------------------------------------------------------------------------
@@ -76,7 +98,8 @@ void summa_ab(const core::Context& ctx, const comm::Grid2D& grid, float* C, cons
     a_sent[s].wait();
     b_sent[s].wait();
     if (grid.overlap() && t + 1 < q) start(t + 1);  // moves while this step multiplies
-    core::matmul(ctx, C, a_it[s], b_tj[s], Mb, Nb, Kb, Trans::no, Trans::no, 1.0f, 1.0f);  // C_ij += A_it·B_tj
+    block_product(ctx, C, a_it[s], b_tj[s], Mb, Nb, Kb, Trans::no, Trans::no, 1.0f,
+                  {&a_sent, &b_sent});  // C_ij += A_it·B_tj
     if (!grid.overlap() && t + 1 < q) start(t + 1);
   }
 }
@@ -112,7 +135,7 @@ void summa_abt(const core::Context& ctx, const comm::Grid2D& grid, float* C, con
     // which then counts once); the others reduce from scratch.
     const bool keeps = grid.j() == t;
     float* p = keeps ? C : partial.data() + int64_t{s} * Mb * Nb;
-    core::matmul(ctx, p, A, b_tj[s], Mb, Nb, Kb, Trans::no, Trans::yes, 1.0f, keeps ? beta : 0.0f);
+    block_product(ctx, p, A, b_tj[s], Mb, Nb, Kb, Trans::no, Trans::yes, keeps ? beta : 0.0f, {&b_sent, &p_sent});
     p_sent[s] = grid.row_comm().start_reduce(p, int64_t{Mb} * Nb, t);
     if (!grid.overlap()) {
       p_sent[s].wait();
@@ -152,7 +175,7 @@ void summa_atb(const core::Context& ctx, const comm::Grid2D& grid, float* C, con
     // Row t keeps the sum as C_tj (see summa_abt).
     const bool keeps = grid.i() == t;
     float* p = keeps ? C : partial.data() + int64_t{s} * Mb * Nb;
-    core::matmul(ctx, p, a_it[s], B, Mb, Nb, Kb, Trans::yes, Trans::no, 1.0f, keeps ? beta : 0.0f);
+    block_product(ctx, p, a_it[s], B, Mb, Nb, Kb, Trans::yes, Trans::no, keeps ? beta : 0.0f, {&a_sent, &p_sent});
     p_sent[s] = grid.col_comm().start_reduce(p, int64_t{Mb} * Nb, t);
     if (!grid.overlap()) {
       p_sent[s].wait();
