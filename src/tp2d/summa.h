@@ -19,7 +19,9 @@ namespace optimus::tp2d {
 //     grid overlaps (grid.overlap()): then step t + 1's broadcasts are started before step t's
 //     product and step t's reduce is waited for only when its block is next needed, so each kind
 //     of block needs two. The transfers, products and sums are the same either way; only the
-//     waits move, and the results are bitwise the same.
+//     waits move, and the results are bitwise the same. On the CPU each block product runs in
+//     row panels (at most 8, of at least 64 rows), polling the transfers in flight between
+//     panels: Open MPI moves a started transfer only inside MPI calls.
 // Communication is counted as the comm ledger counts it (comm_ledger.h: bytes of a call = the
 // size of its result buffer on this rank, root or not), per call and per rank, floats of 4 bytes.
 
