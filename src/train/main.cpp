@@ -229,6 +229,15 @@ int main(int argc, char** argv) {
     bench_cmd->add_option("--model", b_opt.model, "tiny, small, tiny9 or gpt2 (GPT-2 124M's shapes)")
         ->capture_default_str();
     bench_cmd->add_option("--batch", b_opt.batch, "sequences per step B")->capture_default_str();
+    bench_cmd
+        ->add_option("--data-parallel", b_opt.data_parallel,
+                     "copies of the model D: each runs the layout on processes / D ranks and batch / D sequences; "
+                     "the step includes the sum of their gradients, also timed alone (data_parallel_ms)")
+        ->capture_default_str();
+    bench_cmd
+        ->add_option("--grad-accum", b_opt.grad_accum,
+                     "micro-batches per step: each pass runs on batch / (data-parallel x grad-accum) sequences")
+        ->capture_default_str();
     bench_cmd->add_option("--steps", b_opt.steps, "measured steps (median reported)")->capture_default_str();
     bench_cmd->add_option("--warmup", b_opt.warmup, "unmeasured steps first")->capture_default_str();
     bench_cmd

@@ -467,6 +467,22 @@ case_bench_budget_past_range() {
 case_bench_budget_past_memory() {
   refused "--max-batch-budget 1e+06 needs at least" "$optimus" bench --max-batch-budget 1000000
 }
+case_bench_data_parallel_not_dividing() {
+  refused "--data-parallel 3 must be 1 or more and divide the 2 processes" \
+    "$mpiexec" -np 2 "$optimus" bench --data-parallel 3 --steps 1 --warmup 0
+}
+case_bench_data_parallel_copy_not_square() {
+  refused "needs a square number of ranks (q×q), but one model copy has 2 (4 processes / --data-parallel 2)" \
+    "$mpiexec" -np 4 "$optimus" bench --layout 2d --data-parallel 2 --steps 1 --warmup 0
+}
+case_bench_data_parallel_batch() {
+  refused "--batch 6 must be a multiple of --data-parallel 2 x --grad-accum 2" \
+    "$mpiexec" -np 2 "$optimus" bench --data-parallel 2 --grad-accum 2 --batch 6 --steps 1 --warmup 0
+}
+case_bench_data_parallel_budget() {
+  refused "--max-batch-budget searches the batch of one model copy in one pass" \
+    "$mpiexec" -np 2 "$optimus" bench --data-parallel 2 --max-batch-budget 100
+}
 
 # ---- plan's time model ---------------------------------------------------------------------------------
 case_plan_unknown_hardware() {
