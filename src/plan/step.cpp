@@ -7,6 +7,7 @@
 #include "tp1d/gpt.h"
 #include "tp2d/gpt.h"
 #include "tp2d/shard_2d.h"
+#include "train/data_parallel.h"
 #include "train/optimizer.h"
 
 namespace optimus::plan {
@@ -40,6 +41,7 @@ StepResult step(Model& gpt, comm::Communicator& world, const StepOptions& o, con
   StepResult result;
   result.loss = gpt.forward(inputs, targets, o.B, o.T, /*step=*/0);
   gpt.backward();
+  if (o.data_parallel != nullptr) train::sum_gradients_over_copies(gpt, *o.data_parallel);
   result.norm = gpt.clip_gradients(o.grad_clip);
   optimizer.update(gpt.params(), o.lr);
   stop_recording(gpt, world, before, result);
@@ -99,13 +101,14 @@ StepResult run_forward_pass(const std::string& layout, const model::GPTConfig& c
 }
 
 std::unique_ptr<comm::MetaCommunicator> meta_world(const std::string& layout, int ranks, int rank,
-                                                   comm::CommLedger& ledger) {
+                                                   comm::CommLedger& ledger, int data_parallel) {
   comm::SplitSizes splits;
   if (layout == "2d") {
     const int q = comm::Grid2D::side(ranks);
     splits = {{"row", q}, {"col", q}};
   }
-  return comm::MetaCommunicator::world(ranks, rank, splits, ledger);
+  if (data_parallel > 1) splits["model"] = ranks, splits["data"] = data_parallel;
+  return comm::MetaCommunicator::world(ranks * data_parallel, rank, splits, ledger);
 }
 
 }  // namespace optimus::plan

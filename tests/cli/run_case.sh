@@ -495,6 +495,9 @@ case_plan_hardware_field_missing() {
   echo '{"name": "half", "devices_per_node": {"value": 4, "source": "a test"}}' >"$ws/half.json"
   refused "device_memory_bytes is missing" "$optimus" plan --model tiny --hardware "$ws/half.json"
 }
+case_plan_data_parallel_batch() {
+  refused "--batch 3 must be a multiple of --data-parallel 2" "$optimus" plan --model tiny --data-parallel 2 --batch 3
+}
 case_plan_zero_threads() {
   refused "--threads must be 1 or more, but is 0" "$optimus" plan --model tiny --hardware local --threads 0
 }
