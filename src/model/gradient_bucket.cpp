@@ -3,6 +3,7 @@
 #include "model/gradient_bucket.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 #include <vector>
 
@@ -71,16 +72,32 @@ void GradientSum::start(size_t first, size_t last) {
   if (!overlap_) in_flight_.back().wait();
 }
 
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
 void GradientSum::block_ready(int l) {
+  const auto t0 = std::chrono::steady_clock::now();
   for (auto& r : in_flight_) r.done();  // moves the earlier blocks' sums on
   const auto [first, last] = blocks_.at(static_cast<size_t>(l));
   start(first, last);
+  blocked_ms_ += ms_since(t0);
 }
 
 void GradientSum::all_ready() {
+  const auto t0 = std::chrono::steady_clock::now();
   for (const auto& [first, last] : rest_) start(first, last);
   for (auto& r : in_flight_) r.wait();
   in_flight_.clear();
+  blocked_ms_ += ms_since(t0);
+}
+
+double GradientSum::take_blocked_ms() {
+  return std::exchange(blocked_ms_, 0.0);
 }
 
 }  // namespace optimus::model

@@ -41,6 +41,10 @@ class GradientSum final : public GradientListener {
   void block_ready(int l) override;
   void all_ready() override;
 
+  /// The time spent inside block_ready and all_ready (starting the sums, polling and waiting for
+  /// them) since the last call, in ms: what the sums cost the backward pass.
+  double take_blocked_ms();
+
  private:
   /// Starts the all-reduce of tensors [first, last); waits for it without overlap.
   void start(size_t first, size_t last);
@@ -51,6 +55,7 @@ class GradientSum final : public GradientListener {
   std::vector<std::pair<size_t, size_t>> blocks_;  // block l's tensors [first, last)
   std::vector<std::pair<size_t, size_t>> rest_;    // the tensors outside the blocks, as runs
   std::vector<comm::Request> in_flight_;
+  double blocked_ms_ = 0;
 };
 
 }  // namespace optimus::model

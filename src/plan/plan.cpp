@@ -17,6 +17,7 @@
 #include "plan/hardware.h"
 #include "plan/step.h"
 #include "plan/time_model.h"
+#include "train/data_parallel.h"
 
 namespace optimus::plan {
 
@@ -31,15 +32,18 @@ struct RankLedgers {
   StepResult step, forward;  // the step alone, and a forward pass alone (their ops and collectives)
 };
 
-// One pass of `run` (run_training_step or run_forward_pass) on rank `rank` of a meta world.
+// One pass of `run` (run_training_step or run_forward_pass) on world rank `rank` of a meta world
+// at batch B: its copy's share B / D, the gradients summed over the copies after a training step.
 StepResult run_on_meta(const PlanOptions& o, int rank, int B, core::MemoryLedger& memory, core::OpLedger& ops,
                        comm::CommLedger& comm, decltype(&run_training_step) run) {
   StepOptions step;
-  step.B = B, step.T = o.config.n_positions, step.memory = o.memory;
+  step.B = B / o.data_parallel, step.T = o.config.n_positions, step.memory = o.memory;
   step.memory.overlap = o.overlap;  // the meta run holds overlap's second blocks too
   const std::vector<int> tokens(static_cast<size_t>(step.B) * static_cast<size_t>(step.T), 0);  // meta reads none
-  auto world = meta_world(o.layout, o.ranks, rank, comm);
-  return run(o.layout, o.config, core::meta_context(memory, &ops), *world, step, tokens.data(), tokens.data());
+  auto world = meta_world(o.layout, o.ranks, rank, comm, o.data_parallel);
+  const train::DataParallel dp(*world, o.data_parallel);
+  if (o.data_parallel > 1) step.data_parallel = &dp;
+  return run(o.layout, o.config, core::meta_context(memory, &ops), *dp.model, step, tokens.data(), tokens.data());
 }
 
 RankLedgers run_rank(const PlanOptions& o, int rank) {
@@ -65,12 +69,13 @@ struct RankTimes {
 Placement placement_of(const PlanOptions& o, const HardwareProfile& h) {
   return {.layout = o.layout,
           .ranks = o.ranks,
-          .ranks_per_node = o.ranks_per_node > 0 ? o.ranks_per_node : h.devices_per_node};
+          .ranks_per_node = o.ranks_per_node > 0 ? o.ranks_per_node : h.devices_per_node,
+          .data_parallel = o.data_parallel};
 }
 
 RankTimes time_rank(const PlanOptions& o, const HardwareProfile& h, const RankLedgers& r) {
   const Placement placement = placement_of(o, h);
-  const TimeOptions options{.threads = o.threads, .overlap = o.overlap};
+  const TimeOptions options{.threads = o.threads, .overlap = o.overlap, .forward_ops = &r.forward.ops};
   return {predict_time(r.step.ops, r.step.comm, h, placement, r.rank, options),
           predict_time(r.forward.ops, r.forward.comm, h, placement, r.rank, options)};
 }
@@ -92,9 +97,10 @@ nlohmann::json to_json(const TimeBreakdown& t) {
                            {"wire_bytes", c.wire_bytes},
                            {"seconds", c.seconds}});
   }
-  return {{"compute_s", t.compute_s},    {"communication_s", t.communication_s}, {"hidden_s", t.hidden_s},
-          {"total_s", t.total_s},        {"time_sharing", t.time_sharing},       {"compute_by_kind_s", by_kind},
-          {"communication", collectives}};
+  return {{"compute_s", t.compute_s},     {"communication_s", t.communication_s},
+          {"hidden_s", t.hidden_s},       {"hidden_data_parallel_s", t.hidden_data_parallel_s},
+          {"total_s", t.total_s},         {"time_sharing", t.time_sharing},
+          {"compute_by_kind_s", by_kind}, {"communication", collectives}};
 }
 
 std::string to_text(const char* what, const TimeBreakdown& t) {
@@ -219,7 +225,8 @@ double peak_bytes(const PlanOptions& o, int B) {
 }  // namespace
 
 int largest_batch(const PlanOptions& o, int64_t bytes, int limit) {
-  const int unit = model::batch_unit(o.layout, o.ranks, o.config.n_positions, o.memory.sequence_parallel);
+  const int unit =
+      o.data_parallel * model::batch_unit(o.layout, o.ranks, o.config.n_positions, o.memory.sequence_parallel);
   if (!step_fits(o, unit, bytes)) return 0;
   // Every buffer's size is affine in B, so the peak is the largest of affine functions of B: convex.
   // The line through B = unit and 2·unit, extended, stays below it, so the B where the line reaches
@@ -238,19 +245,31 @@ int largest_batch(const PlanOptions& o, int64_t bytes, int limit) {
   return lo;
 }
 
-std::vector<int> ranks_to_run(int P) {
+std::vector<int> ranks_to_run(int P, int D) {
+  std::vector<int> copy = {0, P - 1};
   if (P <= 16) {
-    std::vector<int> all;
-    for (int r = 0; r < P; ++r) all.push_back(r);
-    return all;
+    copy.clear();
+    for (int r = 0; r < P; ++r) copy.push_back(r);
   }
-  return {0, P - 1};
+  std::vector<int> ranks = copy;
+  if (D > 1) {  // the last copy: the same ledgers, maybe other links and other sharing
+    for (int t : copy) ranks.push_back((D - 1) * P + t);
+  }
+  return ranks;
 }
 
 std::string plan_report(const PlanOptions& o) {
   if (o.ranks < 1) throw core::ConfigError("--ranks must be 1 or more, but is " + std::to_string(o.ranks));
   if (o.batch < 1) throw core::ConfigError("--batch must be 1 or more, but is " + std::to_string(o.batch));
   if (o.threads < 1) throw core::ConfigError("--threads must be 1 or more, but is " + std::to_string(o.threads));
+  if (o.data_parallel < 1) {
+    throw core::ConfigError("--data-parallel must be 1 or more, but is " + std::to_string(o.data_parallel));
+  }
+  if (o.data_parallel > 1) {  // the layout's own checks come with the model, on a copy's share
+    train::require_ranks_fit(o.layout, o.ranks);
+    train::require_data_parallel_fits(o.layout, o.ranks * o.data_parallel, o.data_parallel, o.batch, 1,
+                                      o.config.n_positions, o.memory.sequence_parallel, "cpu");
+  }
   if (o.ranks_per_node < 0) {
     throw core::ConfigError("--ranks-per-node must be 1 or more, but is " + std::to_string(o.ranks_per_node));
   }
@@ -259,7 +278,7 @@ std::string plan_report(const PlanOptions& o) {
   const HardwareProfile hardware = timed ? load_hardware(o.hardware) : HardwareProfile{};
   std::vector<RankLedgers> ranks;
   std::vector<RankTimes> times;
-  for (int r : ranks_to_run(o.ranks)) {
+  for (int r : ranks_to_run(o.ranks, o.data_parallel)) {
     ranks.push_back(run_rank(o, r));
     if (timed) times.push_back(time_rank(o, hardware, ranks.back()));
   }
@@ -275,6 +294,8 @@ std::string plan_report(const PlanOptions& o) {
   if (o.json) {
     nlohmann::json out = {{"layout", o.layout},
                           {"ranks", o.ranks},
+                          {"data_parallel", o.data_parallel},
+                          {"world", o.ranks * o.data_parallel},
                           {"model",
                            {{"n_layer", c.n_layer},
                             {"n_embd", c.n_embd},
@@ -306,15 +327,20 @@ std::string plan_report(const PlanOptions& o) {
     return out.dump(1) + "\n";
   }
   std::ostringstream out;
-  out << "plan: layout " << o.layout << " on " << o.ranks << " ranks, L" << c.n_layer << " C" << c.n_embd << " NH"
-      << c.n_head << " T" << c.n_positions << " V" << c.vocab_size << " (" << c.num_parameters()
+  const std::string copies = o.data_parallel > 1 ? " x " + std::to_string(o.data_parallel) + " data-parallel copies (" +
+                                                       std::to_string(o.ranks * o.data_parallel) + " ranks)"
+                                                 : "";
+  out << "plan: layout " << o.layout << " on " << o.ranks << " ranks" << copies << ", L" << c.n_layer << " C"
+      << c.n_embd << " NH" << c.n_head << " T" << c.n_positions << " V" << c.vocab_size << " (" << c.num_parameters()
       << " parameters), batch " << o.batch << (o.memory.sequence_parallel ? ", sequence parallel" : "")
       << (o.memory.recompute == model::Recompute::block ? ", recompute block" : "")
-      << "; one training step on the meta device for " << ranks.size() << " of " << o.ranks << " ranks; "
-      << (timed ? "time model: hardware " + hardware.name + ", " +
-                      std::to_string(placement_of(o, hardware).ranks_per_node) + " ranks per node, " +
-                      std::to_string(o.threads) + " thread(s) per rank" + (o.overlap ? ", SUMMA overlapped" : "")
-                : std::string("no time model (give --hardware)"))
+      << "; one training step on the meta device for " << ranks.size() << " of " << o.ranks * o.data_parallel
+      << " ranks; "
+      << (timed
+              ? "time model: hardware " + hardware.name + ", " +
+                    std::to_string(placement_of(o, hardware).ranks_per_node) + " ranks per node, " +
+                    std::to_string(o.threads) + " thread(s) per rank" + (o.overlap ? ", communication overlapped" : "")
+              : std::string("no time model (give --hardware)"))
       << "\n";
   for (size_t k = 0; k < ranks.size(); ++k) {
     out << to_text(ranks[k]);

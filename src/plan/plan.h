@@ -17,24 +17,28 @@ namespace optimus::plan {
 
 struct PlanOptions {
   std::string layout = "serial";  // serial, 1d or 2d
-  int ranks = 1;                  // P: 1, p, or q·q
+  int ranks = 1;                  // P: 1, p, or q·q (one model copy)
+  int data_parallel = 1;          // D copies of the layout: a world of D·P ranks, r = d·P + t
   model::GPTConfig config;        // the model's shapes (dropout as given)
-  int batch = 1;                  // B sequences of config.n_positions tokens
+  int batch = 1;                  // B sequences of config.n_positions tokens, the whole step's (B / D a copy's)
   bool json = false;              // one JSON object instead of tables
   std::string hardware;           // a profile's name or path; empty: no time model
   int ranks_per_node = 0;         // 0: the profile's devices_per_node
   int threads = 1;                // CPU threads per rank (time model)
-  bool overlap = false;           // 2D: SUMMA's communication overlapped with its products (time model)
-  model::StageOptions memory;    // recomputation, sequence parallelism (chapter 5)
+  bool overlap = false;           // SUMMA's communication overlapped with its products, data parallelism's
+                                  // gradient all-reduce with the backward pass (time model)
+  model::StageOptions memory;     // recomputation, sequence parallelism (chapter 5)
 };
 
 /// The largest B (up to `limit`) whose training step's peak memory fits `bytes` on the first and
 /// the last rank (whose blocks are the largest and the smallest of every kind); 0 if not even the
-/// smallest batch does (2D: B is a multiple of q, the rows that split the batch).
+/// smallest batch does (2D: B is a multiple of q, the rows that split the batch; with D copies, of
+/// D times that).
 int largest_batch(const PlanOptions& options, int64_t bytes, int limit);
 
-/// The ranks a plan runs: every rank when P <= 16, else the first and the last.
-std::vector<int> ranks_to_run(int P);
+/// The ranks a plan runs: every rank when P <= 16, else the first and the last; with D > 1
+/// copies, those of the first copy and the same ranks of the last (world ranks d·P + t).
+std::vector<int> ranks_to_run(int P, int D = 1);
 
 /// Runs one training step of each rank of ranks_to_run on meta and returns the report: per rank,
 /// memory by category (peak, and held between steps), the op ledger and the communication ledger,

@@ -1,12 +1,15 @@
 // One training step, for a layout chosen by name; and the meta world each layout needs.
 #include "plan/step.h"
 
+#include <optional>
+
 #include "comm/grid.h"
 #include "core/errors.h"
 #include "serial/gpt.h"
 #include "tp1d/gpt.h"
 #include "tp2d/gpt.h"
 #include "tp2d/shard_2d.h"
+#include "train/data_parallel.h"
 #include "train/optimizer.h"
 
 namespace optimus::plan {
@@ -35,6 +38,8 @@ void stop_recording(Model& gpt, comm::Communicator& world, const Recording& befo
 template <typename Model>
 StepResult step(Model& gpt, comm::Communicator& world, const StepOptions& o, const int* inputs, const int* targets) {
   train::AdamW optimizer(gpt.params(), gpt.context(), train::AdamWOptions{});
+  std::optional<train::SumOverCopies<Model>> copies;
+  if (o.data_parallel != nullptr) copies.emplace(gpt, *o.data_parallel, o.memory.overlap);
   const Recording before = start_recording(gpt, world);
   gpt.params().zero_grads();
   StepResult result;
@@ -99,13 +104,14 @@ StepResult run_forward_pass(const std::string& layout, const model::GPTConfig& c
 }
 
 std::unique_ptr<comm::MetaCommunicator> meta_world(const std::string& layout, int ranks, int rank,
-                                                   comm::CommLedger& ledger) {
+                                                   comm::CommLedger& ledger, int data_parallel) {
   comm::SplitSizes splits;
   if (layout == "2d") {
     const int q = comm::Grid2D::side(ranks);
     splits = {{"row", q}, {"col", q}};
   }
-  return comm::MetaCommunicator::world(ranks, rank, splits, ledger);
+  if (data_parallel > 1) splits["model"] = ranks, splits["data"] = data_parallel;
+  return comm::MetaCommunicator::world(ranks * data_parallel, rank, splits, ledger);
 }
 
 }  // namespace optimus::plan

@@ -14,6 +14,10 @@
 #include "model/activation_block.h"
 #include "model/config.h"
 
+namespace optimus::train {
+struct DataParallel;
+}
+
 namespace optimus::plan {
 
 /// What a step needs besides the model: the batch (B sequences of T tokens), the clipping bound
@@ -24,7 +28,10 @@ struct StepOptions {
   float grad_clip = 0.0f;
   float lr = 1e-3f;
   uint32_t seed = 7;
-  model::StageOptions memory;  // recomputation, sequence parallelism (chapter 5)
+  model::StageOptions memory;  // recomputation, sequence parallelism (chapter 5), overlap (chapter 6)
+  /// Data parallelism: the copies' groups, over which the gradients are summed during the backward
+  /// pass as the trainer sums them (train::SumOverCopies); B is then the copy's share. Null: one copy.
+  const train::DataParallel* data_parallel = nullptr;
 };
 
 /// The step's two values (NaN on meta); the memory ledger as it stood after the update, before
@@ -59,9 +66,10 @@ StepResult run_forward_pass(const std::string& layout, const model::GPTConfig& c
                             comm::Communicator& world, const StepOptions& options, const int* inputs,
                             const int* targets);
 
-/// Rank `rank` of a meta world of `ranks` for `layout`, recording into `ledger`; for 2d it declares
-/// the grid's splits ("row" and "col", q ranks each, for ranks = q·q).
+/// Rank `rank` of a meta world of D·`ranks` ranks for D = `data_parallel` copies of `layout` on
+/// `ranks` each, recording into `ledger`; for 2d it declares the grid's splits ("row" and "col", q
+/// ranks each, for ranks = q·q), and for D > 1 train::DataParallel's ("model", ranks; "data", D).
 std::unique_ptr<comm::MetaCommunicator> meta_world(const std::string& layout, int ranks, int rank,
-                                                   comm::CommLedger& ledger);
+                                                   comm::CommLedger& ledger, int data_parallel = 1);
 
 }  // namespace optimus::plan

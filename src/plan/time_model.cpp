@@ -35,19 +35,27 @@ int node_of(const Placement& p, int rank) {
   return rank / p.ranks_per_node;
 }
 
-// Which group of communicator `name` rank r is in: a label, equal for the ranks of one group.
+int world_size(const Placement& p) {
+  return p.ranks * p.data_parallel;
+}
+
+// Which group of communicator `name` world rank r = d·P + t is in: a label, equal for the ranks
+// of one group.
 int group_label(const Placement& p, const std::string& name, int rank) {
+  const int d = rank / p.ranks, t = rank % p.ranks;
   if (name == "world") return 0;
+  if (name == "model") return d;  // one copy
+  if (name == "data") return t;   // the same shard in every copy
   const int q = comm::Grid2D::side(p.ranks);
-  if (name == "row") return rank / q;  // the same i
-  if (name == "col") return rank % q;  // the same j
+  if (name == "row") return d * q + t / q;  // the same copy and i
+  if (name == "col") return d * q + t % q;  // the same copy and j
   throw std::logic_error("the time model knows no communicator '" + name + "'");
 }
 
 // The distinct groups of `name` among the ranks of `node`.
 int groups_on_node(const Placement& p, const std::string& name, int node) {
   std::set<int> labels;
-  const int first = node * p.ranks_per_node, last = std::min(p.ranks, first + p.ranks_per_node);
+  const int first = node * p.ranks_per_node, last = std::min(world_size(p), first + p.ranks_per_node);
   for (int r = first; r < last; ++r) labels.insert(group_label(p, name, r));
   return static_cast<int>(labels.size());
 }
@@ -113,11 +121,40 @@ double summa_hidden(const TimeBreakdown& t, const Placement& placement) {
   return (q - 1) * std::min(gemm, summa_comm) / q;
 }
 
+// Data parallelism with overlap: a bucket is a block's gradients (model::GradientSum), its
+// all-reduce started as soon as the backward pass has finished the block, so it runs while the pass
+// computes the blocks before it. The last three buckets have nothing left to hide behind: block 0's,
+// then wte and wpe's and ln_f's, complete only when the backward pass ends. With A the data group's
+// all-reduce time over its n calls (the ledger keeps no bucket's own size, so each is taken as the
+// mean, A/n) and W the backward pass's compute — the step's compute less the forward pass's and the
+// optimizer's — less what SUMMA's overlap already hides behind products:
+//   hidden = min(A·max(0, n − 3)/n, max(0, W − summa_hidden))
+double data_parallel_hidden(const TimeBreakdown& t, const TimeOptions& options, const HardwareProfile& h,
+                            double summa_hidden) {
+  if (options.forward_ops == nullptr) return 0;
+  double all_reduce = 0;
+  int64_t calls = 0;
+  for (const CollectiveTime& c : t.communication) {
+    if (c.communicator == "data" && c.op == comm::CommOp::all_reduce) all_reduce += c.seconds, calls += c.calls;
+  }
+  if (calls <= 3) return 0;
+  double forward = 0;
+  for (int k = 0; k < core::kOpKindCount; ++k) {
+    const auto kind = static_cast<core::OpKind>(k);
+    forward += kind_seconds(options.forward_ops->of(kind), kind, h, options.threads);
+  }
+  forward *= t.time_sharing;
+  const double optimizer = t.compute_by_kind[static_cast<size_t>(core::OpKind::optimizer)];
+  const double backward = t.compute_s - forward - optimizer;
+  return std::min(all_reduce * static_cast<double>(calls - 3) / static_cast<double>(calls),
+                  std::max(0.0, backward - summa_hidden));
+}
+
 }  // namespace
 
 std::vector<int> group_of(const Placement& placement, const std::string& name, int rank) {
   std::vector<int> group;
-  for (int r = 0; r < placement.ranks; ++r) {
+  for (int r = 0; r < world_size(placement); ++r) {
     if (group_label(placement, name, r) == group_label(placement, name, rank)) group.push_back(r);
   }
   return group;
@@ -178,7 +215,7 @@ TimeBreakdown predict_time(const core::OpLedger& ops, const comm::CommLedger& co
   // More ranks on a node than it has devices (cores): they take turns, each at its share.
   const int node = node_of(placement, rank);
   const int on_node =
-      std::min(placement.ranks, (node + 1) * placement.ranks_per_node) - node * placement.ranks_per_node;
+      std::min(world_size(placement), (node + 1) * placement.ranks_per_node) - node * placement.ranks_per_node;
   t.time_sharing = std::max(1.0, static_cast<double>(on_node) * options.threads / hardware.devices_per_node);
   t.compute_s *= t.time_sharing;
   for (double& s : t.compute_by_kind) s *= t.time_sharing;
@@ -187,7 +224,11 @@ TimeBreakdown predict_time(const core::OpLedger& ops, const comm::CommLedger& co
     if (c.algorithm != "measured") c.seconds *= t.time_sharing;
     t.communication_s += c.seconds;
   }
-  if (options.overlap) t.hidden_s = summa_hidden(t, placement);
+  if (options.overlap) {
+    const double summa = summa_hidden(t, placement);
+    t.hidden_data_parallel_s = data_parallel_hidden(t, options, hardware, summa);
+    t.hidden_s = summa + t.hidden_data_parallel_s;
+  }
   t.total_s = t.compute_s + t.communication_s - t.hidden_s;
   return t;
 }

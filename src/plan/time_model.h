@@ -3,7 +3,8 @@
 // rate for their shape class, every other op at its memory bandwidth. Communication: each
 // collective by the α–β–γ cost of its algorithm over the link its group crosses (inside one node or
 // between nodes, a node's shared port divided among the groups that use it at once). Optionally
-// SUMMA's broadcasts hidden behind its products. The chapter states each formula; this file is them.
+// SUMMA's broadcasts hidden behind its products, and data parallelism's gradient all-reduce behind
+// the backward pass. The chapter states each formula; this file is them.
 #pragma once
 
 #include <array>
@@ -16,20 +17,30 @@
 
 namespace optimus::plan {
 
-/// Where the ranks of a layout sit: rank r on node r / ranks_per_node; 1D's one group is every
-/// rank; 2D's rank r = i·q + j talks along its row {i·q + j'} and its column {i'·q + j}.
+/// Where the ranks of a layout sit. With D data-parallel copies the world has D·P ranks, world
+/// rank r = d·P + t (copy d, rank t inside the copy, as train::DataParallel numbers them), and nodes
+/// are filled in rank order: rank r on node r / ranks_per_node, so a copy's consecutive ranks share
+/// a node when P fits one, and copies on different nodes sum their gradients over the inter-node
+/// link. Inside a copy: 1D's one group is the copy; 2D's rank t = i·q + j talks along its row
+/// {i·q + j'} and its column {i'·q + j}. The data-parallel group of r is {t, P + t, 2P + t, …}.
 struct Placement {
   std::string layout = "serial";  // serial, 1d or 2d
-  int ranks = 1;
+  int ranks = 1;                  // P: one copy's ranks
   int ranks_per_node = 1;
+  int data_parallel = 1;  // D copies of the layout
 };
 
-/// The ranks of communicator `name` ("world", "row" or "col") that `rank` belongs to.
+/// The ranks of communicator `name` that world rank `rank` belongs to: "world" (every rank),
+/// "model" (its copy), "data" (its data-parallel group), "row" or "col" (of its copy's grid).
 std::vector<int> group_of(const Placement& placement, const std::string& name, int rank);
 
 struct TimeOptions {
   int threads = 1;       // CPU threads per rank: products run this many times as fast
-  bool overlap = false;  // 2D: SUMMA's broadcasts and reduces overlap its products
+  bool overlap = false;  // 2D: SUMMA's broadcasts and reduces overlap its products; data
+                         // parallelism: the gradients' all-reduce overlaps the backward pass
+  /// The forward pass's ops (the step's forward alone), from which the backward pass's compute is
+  /// told apart for data-parallel overlap; without them nothing of that all-reduce is hidden.
+  const core::OpLedger* forward_ops = nullptr;
 };
 
 /// One (communicator, operation) of a step, costed.
@@ -50,11 +61,12 @@ struct TimeBreakdown {
   std::array<double, core::kOpKindCount> compute_by_kind{};  // seconds per OpKind
   double compute_s = 0;
   double communication_s = 0;
-  double hidden_s = 0;      // communication hidden behind products (overlap option)
-  double total_s = 0;       // compute + communication − hidden
-  double time_sharing = 1;  // ranks per core when a node has more ranks than devices: compute, and
-                            // collectives costed by formula, take that much longer (a measured
-                            // fit was measured with the same sharing)
+  double hidden_s = 0;                // communication hidden behind computation (overlap option)
+  double hidden_data_parallel_s = 0;  // of hidden_s: the data-parallel all-reduce's, behind the backward pass
+  double total_s = 0;                 // compute + communication − hidden
+  double time_sharing = 1;            // ranks per core when a node has more ranks than devices: compute, and
+                                      // collectives costed by formula, take that much longer (a measured
+                                      // fit was measured with the same sharing)
   std::vector<CollectiveTime> communication;
 };
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/ops.h"
+#include "train/data_parallel.h"
 #include "train/layouts.h"
 #include "train/memory_check.h"
 #include "train/optimizer.h"
@@ -90,18 +91,25 @@ void require_bench_options(const BenchOptions& o) {
   char budget[32];
   std::snprintf(budget, sizeof budget, "%g", o.budget_mib);
   check(o.budget_mib <= kMaxBudgetMib, "--max-batch-budget", "at most 2^30 MiB (a pebibyte)", budget);
+  if (o.budget_mib > 0 && (o.data_parallel != 1 || o.grad_accum != 1)) {
+    throw core::ConfigError(
+        "--max-batch-budget searches the batch of one model copy in one pass, so it takes neither --data-parallel "
+        "nor --grad-accum; leave them at 1 (a copy's batch under data parallelism is the same search)");
+  }
   model::GPTConfig::named(o.model);  // an unknown name is a ConfigError
 }
 
 std::string bench(const BenchOptions& o, comm::World& world) {
   model::GPTConfig config = model::GPTConfig::named(o.model);
-  const int B = o.batch, T = config.n_positions, V = config.vocab_size;
+  const int B = o.batch, T = config.n_positions, V = config.vocab_size, D = o.data_parallel, K = o.grad_accum;
+  require_data_parallel_fits(o.layout, world.size(), D, B, K, T, o.memory.sequence_parallel, o.device.device);
+  const int P = world.size() / D;  // the ranks of one model copy
   if (o.device.device == "cpu") {
-    require_memory(world, step_bytes_lower_bound(config, B, world.size(), ModelUse::train),
+    // A rank holds its share of one copy's model and of one micro-batch's activations.
+    require_memory(world, step_bytes_lower_bound(config, B / (D * K), P, ModelUse::train),
                    "--model " + o.model + " at --batch " + std::to_string(B),
                    "use a smaller --batch or more processes");
   }
-  require_batch_fits(o.layout, B, world.size(), T, o.memory.sequence_parallel);
   // The host ledger on the CPU (as before the GPU path), the device ledger on a GPU.
   const core::Context ctx = make_context(o.device, world);
   core::MemoryLedger& ledger = *ctx.ledger;
@@ -111,34 +119,49 @@ std::string bench(const BenchOptions& o, comm::World& world) {
   world.comm().all_reduce(&matmul, 1);
   std::vector<int> inputs, targets;
   bench_tokens(inputs, targets, B, T, V);
-  std::vector<double> step_ms, forward_ms;
+  std::vector<double> step_ms, forward_ms, data_parallel_ms;
   comm::CommLedger step_comm;
-  with_model(o.layout, config, 1, world, ctx, o.device.device_comm(), o.memory, [&](auto& gpt) {
+  DataParallel dp(world, D);
+  auto timed = [&](auto& gpt) {
     AdamW opt(gpt.params(), gpt.context(), AdamWOptions{});
+    SumOverCopies copies(gpt, dp, o.memory.overlap);
     for (int s = 0; s < o.warmup + o.steps; ++s) {
       core::synchronize(ctx);  // a GPU's earlier work is not this step's (a no-op on the CPU)
       world.comm().barrier();  // start every step together, so rank 0's clock times the slowest rank too
       const auto before = world.comm().ledger().snapshot();
       const auto t0 = Clock::now();
       gpt.params().zero_grads();
-      gpt.forward(inputs.data(), targets.data(), B, T, static_cast<uint32_t>(s));
-      gpt.backward();
+      loss_over_copies(gpt, dp, accumulate_gradients(gpt, dp, inputs.data(), targets.data(), B, T, K, s));
+      // The time the backward pass spent in the sum over the copies: starting its all-reduces, and
+      // waiting for them (for the slowest copy too).
+      const double summed_ms = copies.blocked_ms();
       gpt.clip_gradients(1.0f);
       opt.update(gpt.params(), 1e-4f);
       core::synchronize(ctx);  // the step ends when the GPU has done it
-      if (s >= o.warmup) step_ms.push_back(ms_since(t0));
+      if (s >= o.warmup) step_ms.push_back(ms_since(t0)), data_parallel_ms.push_back(summed_ms);
       step_comm = world.comm().ledger().since(before);
     }
+    // A forward pass of the whole batch: each copy its share, in the training step's micro-batches.
+    const int share = B / D, Bm = share / K;
     for (int s = 0; s < o.warmup + o.steps; ++s) {
       core::synchronize(ctx);
       world.comm().barrier();
       const auto t0 = Clock::now();
-      gpt.forward(inputs.data(), targets.data(), B, T, 0, /*train=*/false);
+      for (int k = 0; k < K; ++k) {
+        const int64_t row = (int64_t{dp.replica} * share + int64_t{k} * Bm) * T;
+        gpt.forward(inputs.data() + row, targets.data() + row, Bm, T, 0, /*train=*/false);
+      }
       core::synchronize(ctx);
+      if (D > 1) world.comm().barrier();  // the pass ends when every copy has done its share
       if (s >= o.warmup) forward_ms.push_back(ms_since(t0));
     }
     return 0;
-  });
+  };
+  if (D == 1) {
+    with_model(o.layout, config, 1, world, ctx, o.device.device_comm(), o.memory, timed);
+  } else {
+    with_model_on(o.layout, config, 1, *dp.model, ctx, o.memory, timed);
+  }
 
   const double step = median(step_ms), fwd = median(forward_ms);
   const double tokens = static_cast<double>(B) * T;
@@ -167,17 +190,20 @@ std::string bench(const BenchOptions& o, comm::World& world) {
   comm += "}";
 
   char line[2048];
-  std::snprintf(line, sizeof line,
-                "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"recompute\": \"%s\", "
-                "\"sequence_parallel\": %s, \"device\": \"%s\", \"model\": \"%s\", \"B\": %d, \"T\": %d, \"L\": %d, "
-                "\"C\": %d, \"NH\": %d, \"V\": %d, \"params\": %.0f, "
-                "\"threads\": %d, \"steps\": %d, \"step_ms\": %.3f, \"forward_ms\": %.3f, \"tokens_per_s\": %.1f, "
-                "\"flops_per_token\": \"6N + 6*L*C*T\", \"gflops\": %.2f, \"matmul_gflops\": %.2f, "
-                "\"fraction_of_matmul\": %.3f, \"peak_memory_mib\": %s, \"comm_per_step\": %s}",
-                o.layout.c_str(), world.size(), model::to_string(o.memory.recompute).c_str(),
-                o.memory.sequence_parallel ? "true" : "false", o.device.device.c_str(), o.model.c_str(), B, T,
-                config.n_layer, config.n_embd, config.n_head, V, n_params, omp_get_max_threads(), o.steps, step, fwd,
-                1e3 * tokens / step, gflops, matmul, gflops / matmul, mem.c_str(), comm.c_str());
+  std::snprintf(
+      line, sizeof line,
+      "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"recompute\": \"%s\", "
+      "\"sequence_parallel\": %s, \"overlap\": %s, \"data_parallel\": %d, \"grad_accum\": %d, \"device\": \"%s\", "
+      "\"model\": \"%s\", \"B\": %d, \"T\": %d, \"L\": %d, \"C\": %d, \"NH\": %d, \"V\": %d, \"params\": %.0f, "
+      "\"threads\": %d, \"steps\": %d, \"step_ms\": %.3f, \"data_parallel_ms\": %.3f, \"forward_ms\": %.3f, "
+      "\"tokens_per_s\": %.1f, "
+      "\"flops_per_token\": \"6N + 6*L*C*T\", \"gflops\": %.2f, \"matmul_gflops\": %.2f, "
+      "\"fraction_of_matmul\": %.3f, \"peak_memory_mib\": %s, \"comm_per_step\": %s}",
+      o.layout.c_str(), world.size(), model::to_string(o.memory.recompute).c_str(),
+      o.memory.sequence_parallel ? "true" : "false", o.memory.overlap ? "true" : "false", D, K, o.device.device.c_str(),
+      o.model.c_str(), B, T, config.n_layer, config.n_embd, config.n_head, V, n_params, omp_get_max_threads(), o.steps,
+      step, median(data_parallel_ms), fwd, 1e3 * tokens / step, gflops, matmul, gflops / matmul, mem.c_str(),
+      comm.c_str());
   return line;
 }
 

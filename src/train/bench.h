@@ -3,6 +3,9 @@
 // model FLOP/s by the formula (6N + 6·L·C·T) FLOPs per token, the fraction of this machine's
 // measured matrix-product rate (summed over the ranks, each measuring at the same time), the ledger's peak memory by
 // category and the communication of one training step per rank (calls and bytes by operation). One JSON line per run.
+// With --data-parallel D the world holds D copies of the layout (train::DataParallel), each timing
+// its B / D sequences, and the step ends with the trainer's sum of the gradients over the copies,
+// whose time is also reported alone; with --grad-accum K each copy runs its share in K passes.
 // With --device cuda the same on the GPU: every timed region starts and ends with the stream
 // synchronised, the matrix-product rate is cuBLAS sgemm's on that GPU (TF32 off, as the model
 // computes), and the memory is the device ledger's.
@@ -21,16 +24,19 @@ namespace optimus::train {
 struct BenchOptions {
   std::string layout = "serial";  // serial, 1d or 2d (train/layouts.h)
   std::string model = "tiny";     // a named configuration (GPTConfig::named)
-  int batch = 8;
-  int steps = 7;                // measured steps (the median is reported)
-  int warmup = 2;               // steps run first and not measured
-  double budget_mib = 0;        // > 0: instead of timing, find the largest batch that fits this per rank
-  model::StageOptions memory;  // recomputation, sequence parallelism (chapter 5)
-  DeviceOptions device;         // --device, --device-comm
+  int batch = 8;                  // B: the whole step's, split over the copies
+  int data_parallel = 1;          // D copies of the layout, each on world / D ranks and B / D sequences
+  int grad_accum = 1;             // micro-batches per step, each B / (D·grad_accum) sequences
+  int steps = 7;                  // measured steps (the median is reported)
+  int warmup = 2;                 // steps run first and not measured
+  double budget_mib = 0;          // > 0: instead of timing, find the largest batch that fits this per rank
+  model::StageOptions memory;     // recomputation, sequence parallelism (chapter 5)
+  DeviceOptions device;           // --device, --device-comm
 };
 
 /// Throws core::ConfigError, on every rank alike, for options no benchmark can use (a batch,
-/// step count or budget out of range), and for a model this machine's memory cannot hold.
+/// step count or budget out of range, a budget search with data parallelism or accumulation), and
+/// for an unknown model.
 void require_bench_options(const BenchOptions& options);
 
 /// Runs the benchmark of options.layout on this world (collective) and returns its JSON line

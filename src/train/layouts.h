@@ -96,8 +96,7 @@ int with_model_on(const std::string& layout, const model::GPTConfig& config, uin
 /// communication.
 template <typename Body>
 int with_model(const std::string& layout, const model::GPTConfig& config, uint32_t seed, comm::World& world,
-               const core::Context& ctx, comm::DeviceComm device_comm, const model::StageOptions& memory,
-               Body&& body) {
+               const core::Context& ctx, comm::DeviceComm device_comm, const model::StageOptions& memory, Body&& body) {
   require_world_fits(layout, world);
   if (layout != "1d") model::require_no_sequence_parallel(memory, layout);
   // Before the device communicator and the grid's splits: a model the grid cannot cut is one
@@ -119,18 +118,21 @@ struct DataParallel {
   comm::Communicator* model = nullptr;       // my copy's P ranks
   std::unique_ptr<comm::Communicator> data;  // my shard's D ranks (none when D = 1)
 
-  /// Collective over the world; world.size() must be a multiple of D (checked before).
-  DataParallel(comm::World& world, int D) : replicas(D) {
+  /// Collective over `world`; world.size() must be a multiple of D (checked before). The keys are
+  /// the ranks inside the new groups (t in the copy, d in the data group), the order MPI would give
+  /// by world rank; a meta world (the planner's) splits by them as they are.
+  DataParallel(comm::Communicator& world, int D) : replicas(D) {
     const int P = world.size() / D;
     replica = world.rank() / P;
     if (D == 1) {
-      model = &world.comm();
+      model = &world;
       return;
     }
-    model_owned_ = world.comm().split(replica, world.rank(), "model");
-    data = world.comm().split(world.rank() % P, world.rank(), "data");
+    model_owned_ = world.split(replica, world.rank() % P, "model");
+    data = world.split(world.rank() % P, replica, "data");
     model = model_owned_.get();
   }
+  DataParallel(comm::World& world, int D) : DataParallel(world.comm(), D) {}
 
  private:
   std::unique_ptr<comm::Communicator> model_owned_;

@@ -229,6 +229,15 @@ int main(int argc, char** argv) {
     bench_cmd->add_option("--model", b_opt.model, "tiny, small, tiny9 or gpt2 (GPT-2 124M's shapes)")
         ->capture_default_str();
     bench_cmd->add_option("--batch", b_opt.batch, "sequences per step B")->capture_default_str();
+    bench_cmd
+        ->add_option("--data-parallel", b_opt.data_parallel,
+                     "copies of the model D: each runs the layout on processes / D ranks and batch / D sequences; "
+                     "the step includes the sum of their gradients, also timed alone (data_parallel_ms)")
+        ->capture_default_str();
+    bench_cmd
+        ->add_option("--grad-accum", b_opt.grad_accum,
+                     "micro-batches per step: each pass runs on batch / (data-parallel x grad-accum) sequences")
+        ->capture_default_str();
     bench_cmd->add_option("--steps", b_opt.steps, "measured steps (median reported)")->capture_default_str();
     bench_cmd->add_option("--warmup", b_opt.warmup, "unmeasured steps first")->capture_default_str();
     bench_cmd
@@ -249,6 +258,11 @@ int main(int argc, char** argv) {
         "a step and of a forward pass, and the largest batch that fits");
     plan_cmd->add_option("--layout", p_opt.layout, "serial, 1d or 2d")->capture_default_str();
     plan_cmd->add_option("--ranks", p_opt.ranks, "ranks P of the layout (a square for 2d)")->capture_default_str();
+    plan_cmd
+        ->add_option("--data-parallel", p_opt.data_parallel,
+                     "copies of the layout D, on D x ranks ranks (rank d*P + t; nodes filled in rank order): each "
+                     "runs batch / D sequences, and the step adds the all-reduce of the gradients over the copies")
+        ->capture_default_str();
     auto* p_named = plan_cmd->add_option("--model", p_model,
                                          "a named model (tiny, small, tiny9, gpt2) instead of "
                                          "the shape flags");
@@ -262,7 +276,9 @@ int main(int argc, char** argv) {
     plan_cmd->add_option("--ranks-per-node", p_opt.ranks_per_node,
                          "ranks on one node (default: the profile's devices_per_node)");
     plan_cmd->add_option("--threads", p_opt.threads, "CPU threads per rank (time model)")->capture_default_str();
-    plan_cmd->add_flag("--overlap", p_opt.overlap, "2d: SUMMA's broadcasts and reduces hidden behind its products");
+    plan_cmd->add_flag("--overlap", p_opt.overlap,
+                       "2d: SUMMA's broadcasts and reduces hidden behind its products; --data-parallel: the "
+                       "gradients' all-reduce, all but its last bucket, behind the backward pass");
     add_memory_flags(plan_cmd, p_opt.memory);
 
     try {

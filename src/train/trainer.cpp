@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <optional>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -20,9 +19,9 @@
 
 #include "comm/scalar.h"
 #include "core/errors.h"
-#include "model/gradient_bucket.h"
 #include "text/bpe.h"
 #include "train/checkpointing.h"
+#include "train/data_parallel.h"
 #include "train/layouts.h"
 #include "train/memory_check.h"
 #include "train/sample.h"
@@ -50,28 +49,6 @@ std::string continuation_flags(const TrainOptions& o) {
          " min-lr=" + f(o.min_lr) + " weight-decay=" + f(o.adamw.weight_decay) + " beta1=" + f(o.adamw.beta1) +
          " beta2=" + f(o.adamw.beta2) + " grad-clip=" + f(o.grad_clip) + " dropout=" + f(o.model.dropout) +
          (o.grad_accum > 1 ? " grad-accum=" + std::to_string(o.grad_accum) : "");
-}
-
-// One step's gradients and loss (inputs, targets: the step's batch, B sequences of T tokens). Model
-// copy d of D takes the sequences [d·B/D, (d+1)·B/D) and runs them as o.grad_accum micro-batches of
-// Bm each; every micro-batch is a part of the batch (model::BatchSlice), so its dropout masks are
-// the whole batch's and its loss is its share of the whole batch's mean. The gradients add up over
-// the micro-batches, then over the copies (the model's GradientSum, during the last micro-batch's
-// backward pass, block by block), and so does the loss: every rank ends with the whole batch's.
-// The caller zeroes the gradients first.
-template <typename Model>
-float accumulate_step(const TrainOptions& o, Model& gpt, const DataParallel& dp, const int* inputs, const int* targets,
-                      int B, int T, int step) {
-  const int share = B / dp.replicas, Bm = share / o.grad_accum;
-  double loss = 0.0;
-  for (int k = 0; k < o.grad_accum; ++k) {
-    const int64_t b0 = int64_t{dp.replica} * share + int64_t{k} * Bm, row = b0 * T;
-    loss += gpt.forward(inputs + row, targets + row, Bm, T, static_cast<uint32_t>(step), true,
-                        model::BatchSlice{.global = B, .b0 = b0, .last = k + 1 == o.grad_accum});
-    gpt.backward();
-  }
-  if (dp.data != nullptr) loss = comm::all_reduce_scalar(*dp.data, gpt.context(), loss);
-  return static_cast<float>(loss);
 }
 
 // The first "key=value" of `saved` that `now` does not have, as "--key value (now: other)".
@@ -376,12 +353,8 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
                o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s", copies.c_str(),
                name(train_data).c_str(), name(val_data).c_str(), B, T);
   // With data parallelism each block's gradients are summed over the copies as the last micro-batch's
-  // backward pass finishes it (in flight while the pass goes on with --overlap).
-  std::optional<model::GradientSum> data_sum;
-  if (dp.data != nullptr) {
-    data_sum.emplace(gpt.params(), *dp.data, o.memory.overlap);
-    gpt.set_gradient_listener(&*data_sum);
-  }
+  // backward pass completes it (in flight while the pass goes on with --overlap).
+  SumOverCopies sum_over_copies(gpt, dp, o.memory.overlap);
   std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
   // Validation reads the same windows in passes of one micro-batch (a copy's pass), so it needs no
   // more activations than a training pass; every copy computes the same loss.
@@ -402,7 +375,8 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
     const auto t0 = std::chrono::steady_clock::now();
     sample_batch(inputs.data(), targets.data(), train_data, B, T, o.seed, static_cast<uint64_t>(step));
     gpt.params().zero_grads();
-    float loss = accumulate_step(o, gpt, dp, inputs.data(), targets.data(), B, T, step);
+    float loss = static_cast<float>(loss_over_copies(
+        gpt, dp, accumulate_gradients(gpt, dp, inputs.data(), targets.data(), B, T, o.grad_accum, step)));
     const bool inject = step + 1 == o.inject_nan_at_step;  // test-only
     if (inject && o.inject_nan_into == "loss") loss = std::numeric_limits<float>::quiet_NaN();
     if (!std::isfinite(loss)) {
@@ -531,16 +505,6 @@ void adopt_checkpoint_model(TrainOptions& o, const model::GPTConfig& saved, cons
 
 int train(TrainOptions o, comm::World& world) {
   const int B = o.batch, T = sequence_length(o), D = o.data_parallel;
-  if (D < 1 || world.size() % D != 0) {
-    throw core::ConfigError("--data-parallel " + std::to_string(D) + " must be 1 or more and divide the " +
-                            std::to_string(world.size()) + " processes (each model copy runs on processes / " +
-                            "data-parallel of them)");
-  }
-  const int P = world.size() / D;  // the ranks of one model copy
-  require_ranks_fit(o.layout, P, D);
-  if (D > 1 && o.device.device != "cpu") {
-    throw core::ConfigError("--data-parallel runs on the CPU so far; use --device cpu or --data-parallel 1");
-  }
   if (B <= 0) throw core::ConfigError("the batch size (--batch) must be positive, but is " + std::to_string(B));
   if (o.steps <= 0)
     throw core::ConfigError("the number of steps (--steps) must be positive, but is " + std::to_string(o.steps));
@@ -549,19 +513,8 @@ int train(TrainOptions o, comm::World& world) {
     throw core::ConfigError("--overwrite starts a new run and --resume continues one; give one of them");
   }
   o.model.validate();
-  if (o.grad_accum < 1 || B % o.grad_accum != 0) {
-    throw core::ConfigError("--grad-accum " + std::to_string(o.grad_accum) + " must be 1 or more and divide --batch " +
-                            std::to_string(B) + " (each micro-batch is batch / grad-accum sequences)");
-  }
-  if (B % (D * o.grad_accum) != 0) {
-    throw core::ConfigError("--batch " + std::to_string(B) + " must be a multiple of --data-parallel " +
-                            std::to_string(D) + " x --grad-accum " + std::to_string(o.grad_accum) +
-                            " (each model copy runs batch / data-parallel sequences, in grad-accum micro-batches)");
-  }
-  require_batch_fits(o.layout, B / D, P, T, o.memory.sequence_parallel, o.grad_accum,
-                     D == 1 ? ""
-                            : "a copy's share (--batch " + std::to_string(B) + " / --data-parallel " +
-                                  std::to_string(D) + " = " + std::to_string(B / D) + ")");
+  require_data_parallel_fits(o.layout, world.size(), D, B, o.grad_accum, T, o.memory.sequence_parallel,
+                             o.device.device);
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
   }

@@ -467,6 +467,22 @@ case_bench_budget_past_range() {
 case_bench_budget_past_memory() {
   refused "--max-batch-budget 1e+06 needs at least" "$optimus" bench --max-batch-budget 1000000
 }
+case_bench_data_parallel_not_dividing() {
+  refused "--data-parallel 3 must be 1 or more and divide the 2 processes" \
+    "$mpiexec" -np 2 "$optimus" bench --data-parallel 3 --steps 1 --warmup 0
+}
+case_bench_data_parallel_copy_not_square() {
+  refused "needs a square number of ranks (q×q), but one model copy has 2 (4 processes / --data-parallel 2)" \
+    "$mpiexec" -np 4 "$optimus" bench --layout 2d --data-parallel 2 --steps 1 --warmup 0
+}
+case_bench_data_parallel_batch() {
+  refused "--batch 6 must be a multiple of --data-parallel 2 x --grad-accum 2" \
+    "$mpiexec" -np 2 "$optimus" bench --data-parallel 2 --grad-accum 2 --batch 6 --steps 1 --warmup 0
+}
+case_bench_data_parallel_budget() {
+  refused "--max-batch-budget searches the batch of one model copy in one pass" \
+    "$mpiexec" -np 2 "$optimus" bench --data-parallel 2 --max-batch-budget 100
+}
 
 # ---- plan's time model ---------------------------------------------------------------------------------
 case_plan_unknown_hardware() {
@@ -478,6 +494,9 @@ case_plan_hardware_not_json() {
 case_plan_hardware_field_missing() {
   echo '{"name": "half", "devices_per_node": {"value": 4, "source": "a test"}}' >"$ws/half.json"
   refused "device_memory_bytes is missing" "$optimus" plan --model tiny --hardware "$ws/half.json"
+}
+case_plan_data_parallel_batch() {
+  refused "--batch 3 must be a multiple of --data-parallel 2" "$optimus" plan --model tiny --data-parallel 2 --batch 3
 }
 case_plan_zero_threads() {
   refused "--threads must be 1 or more, but is 0" "$optimus" plan --model tiny --hardware local --threads 0

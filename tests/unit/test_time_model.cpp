@@ -147,3 +147,96 @@ TEST_CASE("time model: overlap hides (q − 1)/q of the smaller of SUMMA's commu
   CHECK(overlapped.hidden_s == Approx(2.0 / 3.0 * std::min(1.0, summa)));
   CHECK(overlapped.total_s == Approx(plain.total_s - overlapped.hidden_s));
 }
+
+TEST_CASE("time model: D data-parallel copies, world rank d·P + t, nodes filled in rank order", "[time_model]") {
+  // 2D on 2 × 2, two copies: ranks 0–3 are copy 0, 4–7 copy 1. A copy's grid is its own; the data
+  // group of a rank is the same t in every copy.
+  const plan::Placement two{.layout = "2d", .ranks = 4, .ranks_per_node = 4, .data_parallel = 2};
+  CHECK(plan::group_of(two, "model", 5) == std::vector<int>{4, 5, 6, 7});
+  CHECK(plan::group_of(two, "data", 5) == std::vector<int>{1, 5});
+  CHECK(plan::group_of(two, "row", 6) == std::vector<int>{6, 7});
+  CHECK(plan::group_of(two, "col", 6) == std::vector<int>{4, 6});
+  CHECK(plan::group_of(two, "world", 6).size() == 8);
+
+  // 1D on 2 ranks, 2 copies, 2 ranks per node: each copy fills a node, so the data groups {0, 2}
+  // and {1, 3} cross the inter-node link, both of node 0's at once (sharing 2 ≤ devices_per_link 2),
+  // while the copy's own all-reduce stays inside its node.
+  comm::CommLedger comm;
+  comm.record("model", CommOp::all_reduce, 1000, 2);
+  comm.record("data", CommOp::all_reduce, 4000, 2);
+  const plan::Placement split{.layout = "1d", .ranks = 2, .ranks_per_node = 2, .data_parallel = 2};
+  const auto t = plan::predict_time(core::OpLedger{}, comm, toy(), split, 0, {});
+  REQUIRE(t.communication.size() == 2);
+  const plan::Link in = toy().intra_node, out = toy().inter_node;
+  for (const plan::CollectiveTime& c : t.communication) {
+    if (c.communicator == "model") {
+      CHECK(c.link == "intra_node");
+      CHECK(c.seconds == Approx(1e-6 + 2 * in.alpha_s + 1000 * in.beta_s_per_byte + 500 * in.gamma_s_per_byte));
+    } else {
+      CHECK(c.link == "inter_node");
+      CHECK(c.sharing == 2);
+      // ring at p = 2: 2(p − 1)α + 2n(p − 1)/p·β·sharing + n(p − 1)/p·γ
+      CHECK(c.seconds == Approx(1e-6 + 2 * out.alpha_s + 4000 * 2 * out.beta_s_per_byte + 2000 * out.gamma_s_per_byte));
+    }
+  }
+  // The same world on one node: the data group stays inside it, and the node's 4 ranks fit its 4 devices.
+  const plan::Placement one_node{.layout = "1d", .ranks = 2, .ranks_per_node = 4, .data_parallel = 2};
+  const auto u = plan::predict_time(core::OpLedger{}, comm, toy(), one_node, 3, {});
+  for (const plan::CollectiveTime& c : u.communication) CHECK(c.link == "intra_node");
+  CHECK(u.time_sharing == 1.0);
+  // 4 serial copies on 2-rank nodes: one data group of 4 across two nodes, one group per node.
+  comm::CommLedger data;
+  data.record("data", CommOp::all_reduce, 4000, 4);
+  const plan::Placement serial{.layout = "serial", .ranks = 1, .ranks_per_node = 2, .data_parallel = 4};
+  const auto v = plan::predict_time(core::OpLedger{}, data, toy(), serial, 3, {});
+  REQUIRE(v.communication.size() == 1);
+  CHECK(v.communication[0].sharing == 1);
+  CHECK(v.communication[0].seconds ==
+        Approx(1e-6 + 6 * out.alpha_s + 2 * 4000 * 0.75 * out.beta_s_per_byte + 4000 * 0.75 * out.gamma_s_per_byte));
+}
+
+TEST_CASE("time model: overlap hides the data-parallel all-reduce but its last three buckets, up to the backward pass",
+          "[time_model]") {
+  // A step of 3 s of products: 1 s forward, 2 s backward; the optimizer's 0.5 s at memory bandwidth
+  // is not the backward pass's. The all-reduce of n buckets (calls) crosses no node (one node of 4);
+  // the last three (block 0's, wte and wpe's, ln_f's) have no backward pass left to hide behind.
+  core::OpLedger forward, step;
+  forward.record(product(4'000'000'000, 128));  // 1 s
+  step.record(product(12'000'000'000, 128));    // 3 s: forward and backward
+  step.record(
+      {.kind = core::OpKind::optimizer, .flops = 1, .bytes_read = 4'000'000'000, .bytes_written = 1'000'000'000});
+  const plan::Placement placement{.layout = "serial", .ranks = 1, .ranks_per_node = 4, .data_parallel = 4};
+  const plan::Link l = toy().intra_node;
+  // One call of n bytes at p = 4 (ring): launch + 6α + 1.5n·β + 0.75n·γ.
+  auto call = [&](double n) {
+    return 1e-6 + 6 * l.alpha_s + 1.5 * n * l.beta_s_per_byte + 0.75 * n * l.gamma_s_per_byte;
+  };
+
+  comm::CommLedger small;  // 5 buckets of 1 MB: A = 5·call, well under the backward pass
+  for (int k = 0; k < 5; ++k) small.record("data", CommOp::all_reduce, 1'000'000, 4);
+  const auto plain =
+      plan::predict_time(step, small, toy(), placement, 0, {.threads = 1, .overlap = false, .forward_ops = &forward});
+  const auto overlapped =
+      plan::predict_time(step, small, toy(), placement, 0, {.threads = 1, .overlap = true, .forward_ops = &forward});
+  CHECK(plain.compute_s == Approx(3.5));
+  CHECK(plain.communication_s == Approx(5 * call(1e6)));
+  CHECK(plain.hidden_s == 0.0);
+  CHECK(overlapped.hidden_data_parallel_s == Approx(2 * call(1e6)));  // all but the last 3 of 5 buckets
+  CHECK(overlapped.hidden_s == Approx(2 * call(1e6)));
+  CHECK(overlapped.total_s == Approx(3.5 + 3 * call(1e6)));
+
+  comm::CommLedger large;  // 6 buckets of 1 GB: 3/6 of A is more than the 2 s backward pass
+  for (int k = 0; k < 6; ++k) large.record("data", CommOp::all_reduce, 1'000'000'000, 4);
+  REQUIRE(3 * call(1e9) > 2.0);
+  const auto capped =
+      plan::predict_time(step, large, toy(), placement, 0, {.threads = 1, .overlap = true, .forward_ops = &forward});
+  CHECK(capped.hidden_data_parallel_s == Approx(2.0));
+  CHECK(capped.total_s == Approx(3.5 + 6 * call(1e9) - 2.0));
+
+  comm::CommLedger one;  // three buckets: they are the last three, nothing to hide them behind
+  for (int k = 0; k < 3; ++k) one.record("data", CommOp::all_reduce, 1'000'000, 4);
+  CHECK(plan::predict_time(step, one, toy(), placement, 0, {.threads = 1, .overlap = true, .forward_ops = &forward})
+            .hidden_s == 0.0);
+  // Without the forward pass's ops the backward pass is unknown: nothing is hidden.
+  CHECK(plan::predict_time(step, small, toy(), placement, 0, {.threads = 1, .overlap = true}).hidden_s == 0.0);
+}
