@@ -165,3 +165,28 @@ TEST_CASE("the device ledger counts the calls and bytes the MPI ledger counts", 
   MPI_CHECK(same);
   MPI_CHECK(dev_ledger.calls() == 6);
 }
+
+TEST_CASE("device started collectives, several in flight at once, equal MPI's blocking ones", "[device_comm]") {
+  comm::CommLedger dev_ledger, ref_ledger;
+  auto dev = comm_test::make_communicator(MPI_COMM_WORLD, "world", dev_ledger);
+  comm::MpiCommunicator ref(MPI_COMM_WORLD, "world", ref_ledger);
+  const int64_t n = 1001;
+  const int root = dev->size() - 1;
+  std::vector<float> b_want = rank_data<float>(n, dev->rank(), 1), r_want = rank_data<float>(n, dev->rank(), 2),
+                     a_want = rank_data<float>(n, dev->rank(), 3);
+  DeviceArray<float> b(b_want), r(r_want), a(a_want);
+  // All three in flight before any wait (a device communicator's all run on its communication stream).
+  comm::Request rb = dev->start_broadcast(b.data(), n, root);
+  comm::Request rr = dev->start_reduce(r.data(), n, root);
+  comm::Request ra = dev->start_all_reduce(a.data(), n);
+  ra.wait();
+  rr.wait();
+  rb.wait();
+  ref.broadcast(b_want.data(), n, root);
+  ref.reduce(r_want.data(), n, root);
+  ref.all_reduce(a_want.data(), n);
+  MPI_CHECK(equal(b.host(), b_want));
+  MPI_CHECK(equal(r.host(), r_want));  // on the other ranks the buffer is left as it was, on both sides
+  MPI_CHECK(equal(a.host(), a_want));
+  MPI_CHECK(dev_ledger.calls() == 3);
+}

@@ -175,7 +175,7 @@ TEST_CASE("Megatron 1D on the GPU (staged communicator) equals 1D on the CPU", "
   // Chapter 2's 1D, and chapter 5's with sequence parallelism and recomputation.
   const bool chapter5 = GENERATE(false, true);
   const model::StageOptions memory{.recompute = chapter5 ? model::Recompute::block : model::Recompute::none,
-                                    .sequence_parallel = chapter5};
+                                   .sequence_parallel = chapter5};
   const std::string name = chapter5 ? "1d+sp+recompute" : "1d";
   {
     core::MemoryLedger lg, lc;
@@ -189,12 +189,14 @@ TEST_CASE("Megatron 1D on the GPU (staged communicator) equals 1D on the CPU", "
 TEST_CASE("Optimus 2D on the GPU (4 ranks on one GPU, staged communicator) equals 2D on the CPU", "[tp2d]") {
   auto& world = mpi_test::world();
   const auto cfg = small_config();
+  // Chapters 5 and 6: with recomputation, and the GPU's SUMMA overlapped (its started collectives on
+  // the communication stream).
+  const bool later = GENERATE(false, true);
   comm::Grid2D grid_cpu(world.comm());
-  comm::Grid2D grid_gpu(stage_test::device_world());
+  comm::Grid2D grid_gpu(stage_test::device_world(), /*overlap=*/later);
   const int B = 2 * grid_cpu.q();
-  const bool chapter5 = GENERATE(false, true);  // with recomputation too
-  const model::StageOptions memory{.recompute = chapter5 ? model::Recompute::block : model::Recompute::none};
-  const std::string name = chapter5 ? "2d+recompute" : "2d";
+  const model::StageOptions memory{.recompute = later ? model::Recompute::block : model::Recompute::none};
+  const std::string name = later ? "2d+recompute+overlap" : "2d";
   {
     core::MemoryLedger lg, lc;
     tp2d::GPT gpu(cfg, cuda_with(lg), 7, grid_gpu, memory), cpu(cfg, core::cpu_context(lc), 7, grid_cpu, memory);
