@@ -60,15 +60,7 @@ void GPT::ensure_buffers(int B, int T) {
 // The whole batch: one device holds all of it.
 model::ActivationBlock GPT::block_of(int B, int T) const {
   const int64_t N = int64_t{B} * T;
-  return {.B = B,
-          .T = T,
-          .b0 = 0,
-          .Bl = B,
-          .c0 = 0,
-          .Cl = config_.n_embd,
-          .h0 = 0,
-          .NHl = config_.n_head,
-          .n0 = 0,
+  return {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = config_.n_embd, .h0 = 0, .NHl = config_.n_head, .n0 = 0,
           .Nl = N};
 }
 

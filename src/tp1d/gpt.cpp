@@ -89,16 +89,8 @@ void GPT::ensure_buffers(int B, int T) {
 // parallelism my slice [r·N/p, (r+1)·N/p).
 model::ActivationBlock GPT::block_of(int B, int T) const {
   const int64_t N = int64_t{B} * T, NHp = config_.n_head / p_, Nl = sp_ ? N / p_ : N;
-  return {.B = B,
-          .T = T,
-          .b0 = 0,
-          .Bl = B,
-          .c0 = 0,
-          .Cl = config_.n_embd,
-          .h0 = r_ * NHp,
-          .NHl = NHp,
-          .n0 = sp_ ? r_ * Nl : 0,
-          .Nl = Nl};
+  return {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = config_.n_embd, .h0 = r_ * NHp, .NHl = NHp,
+          .n0 = sp_ ? r_ * Nl : 0, .Nl = Nl};
 }
 
 // Block l's working set: its own, or the one every block shares under recomputation.
