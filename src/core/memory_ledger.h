@@ -2,12 +2,16 @@
 // Every Buffer records its allocation here, so the benchmarks and chapter 4 can say exactly where
 // the memory of a rank goes. A budget turns an allocation past it into a clear error, which is how
 // the benchmarks find "the largest batch that fits" without needing a machine that runs out.
+// Each ledger also owns the BlockPool its Buffers' memory comes from: the logical record (current,
+// peak, budget) counts what Buffers hold, whatever the pool keeps besides.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+
+#include "core/block_pool.h"
 
 namespace optimus::core {
 
@@ -28,6 +32,11 @@ struct MemoryBudgetExceeded : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Copying a ledger copies its logical record (a snapshot); the pool, its blocks and its counts,
+/// stays with the original, and the copy's starts empty. A ledger must outlive its Buffers. Its
+/// destructor frees the pool's blocks, so a ledger holding GPU blocks must go while the CUDA
+/// runtime lives: a ledger local to a function or a test does, and train::device_ledger(), a
+/// static, is made after the runtime has started, so that it goes before the runtime at exit.
 class MemoryLedger {
  public:
   /// budget_bytes = 0 means no budget.
@@ -49,6 +58,19 @@ class MemoryLedger {
   /// Forgets the peaks (sets them to the current values), e.g. after initialisation.
   void reset_peaks();
 
+  // ---- the pool: what the system has lent, beyond the logical record ----
+  /// Blocks asked of the system (aligned_alloc, cudaMalloc) since the ledger was made; a training
+  /// step that asks for none after its first reuses every block.
+  int64_t system_allocations() const { return pool_.system_allocations(); }
+  /// Bytes of free blocks kept for reuse: not in current_total(), not under the budget.
+  size_t cached_bytes() const { return pool_.cached_bytes(); }
+  /// Bytes the system has lent: blocks in use (current_total() but for meta Buffers) and cached.
+  size_t reserved_bytes() const { return pool_.reserved_bytes(); }
+  /// Returns the cached blocks to the system, e.g. after a model of other shapes is gone.
+  void release_cached() { pool_.release_cached(); }
+  /// Where Buffers take their blocks from and give them back to.
+  BlockPool& pool() { return pool_; }
+
   /// One line per category: "parameters  current 1.23 MiB  peak 1.23 MiB".
   std::string report() const;
 
@@ -63,6 +85,7 @@ class MemoryLedger {
   std::array<size_t, kMemoryCategoryCount> peak_{};
   size_t current_total_ = 0;
   size_t peak_total_ = 0;
+  BlockPool pool_;
 };
 
 }  // namespace optimus::core

@@ -1,11 +1,8 @@
-// Shapes and ledger-recorded buffers. Device memory comes from core/cuda/device.cu (or, in a build
-// without the CUDA backend, from no_cuda.cpp, which says so); a meta Buffer's address range from
-// core/meta/meta_memory.cpp.
+// Shapes and ledger-recorded buffers. Host and device memory come from the ledger's BlockPool
+// (core/block_pool.h), which asks the system only for a size it has no free block of; a meta
+// Buffer's address range from core/meta/meta_memory.cpp.
 #include "core/tensor.h"
 
-#include <cstdlib>
-#include <cstring>
-#include <new>
 #include <sstream>
 #include <stdexcept>
 
@@ -48,28 +45,17 @@ Buffer::Buffer(MemoryLedger& ledger, MemoryCategory category, Shape shape, Devic
   const size_t n = bytes();
   ledger_->allocate(category_, n);  // throws past the budget, before anything is allocated
   if (n == 0) return;
-  if (device_ == Device::cpu) {
-    // 64-byte alignment for vector loads; aligned_alloc needs a multiple of the alignment.
-    data_ = static_cast<float*>(std::aligned_alloc(64, (n + 63) / 64 * 64));
-    if (data_ == nullptr) {
-      ledger_->release(category_, n);
-      throw std::bad_alloc();
-    }
-    std::memset(data_, 0, n);
-  } else if (device_ == Device::meta) {
-    try {
+  try {
+    if (device_ == Device::meta) {
       data_ = static_cast<float*>(meta_reserve(n));
-    } catch (...) {
-      ledger_->release(category_, n);
-      throw;
+    } else {
+      // A block of exactly n bytes, kept by the ledger's pool when the last Buffer of its size went.
+      gpu_ = device_ == Device::cuda ? device_current() : -1;
+      data_ = static_cast<float*>(ledger_->pool().take(gpu_, n));
     }
-  } else {
-    try {
-      data_ = static_cast<float*>(device_alloc_zeroed(n));
-    } catch (...) {
-      ledger_->release(category_, n);
-      throw;
-    }
+  } catch (...) {
+    ledger_->release(category_, n);
+    throw;
   }
 }
 
@@ -78,7 +64,12 @@ Buffer::~Buffer() {
 }
 
 Buffer::Buffer(Buffer&& o) noexcept
-    : data_(o.data_), shape_(std::move(o.shape_)), device_(o.device_), ledger_(o.ledger_), category_(o.category_) {
+    : data_(o.data_),
+      shape_(std::move(o.shape_)),
+      device_(o.device_),
+      gpu_(o.gpu_),
+      ledger_(o.ledger_),
+      category_(o.category_) {
   o.data_ = nullptr;
   o.ledger_ = nullptr;
   o.shape_ = Shape{};
@@ -90,6 +81,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     data_ = o.data_;
     shape_ = std::move(o.shape_);
     device_ = o.device_;
+    gpu_ = o.gpu_;
     ledger_ = o.ledger_;
     category_ = o.category_;
     o.data_ = nullptr;
@@ -102,12 +94,10 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 void Buffer::release() {
   if (ledger_ == nullptr) return;
   if (data_ != nullptr) {
-    if (device_ == Device::cpu) {
-      std::free(data_);
-    } else if (device_ == Device::meta) {
+    if (device_ == Device::meta) {
       meta_unreserve(data_, bytes());
     } else {
-      device_free(data_);
+      ledger_->pool().give_back(data_, gpu_, bytes());
     }
   }
   ledger_->release(category_, bytes());

@@ -1,10 +1,12 @@
 // Shapes and owning buffers: how the kernel core holds numbers.
 // A Buffer owns an allocation that is recorded in a MemoryLedger under a category, and releases it
-// (and its ledger entry) when destroyed. Everything the stages hold lives in Buffers (token ids in
-// IntBuffers); ops take the raw pointers of Buffers. A Buffer on Device::cuda lives in the current
-// GPU's memory (cuda_context makes a GPU current), zero-initialised like a CPU one. A Buffer on
-// Device::meta is recorded like a CPU one but holds no numbers: its data() is an address range
-// reserved with no access allowed, so offsets into it work and any read or write faults at once.
+// (and its ledger entry) when destroyed. Its memory is a block of the ledger's pool, which keeps
+// released blocks by size for the next Buffer of that size (core/block_pool.h). Everything the
+// stages hold lives in Buffers (token ids in IntBuffers); ops take the raw pointers of Buffers. A
+// Buffer on Device::cuda lives in the current GPU's memory (cuda_context makes a GPU current),
+// zero-initialised like a CPU one. A Buffer on Device::meta is recorded like a CPU one but holds no
+// numbers: its data() is an address range reserved with no access allowed, so offsets into it work
+// and any read or write faults at once.
 #pragma once
 
 #include <cstddef>
@@ -37,7 +39,8 @@ struct Shape {
 };
 
 /// An owning allocation of float32 numbers, recorded in a ledger under a category.
-/// Move-only; zero-initialised on the CPU. Allocation past the ledger's budget throws.
+/// Move-only; zero-initialised on the CPU and the GPU, a reused block too. Allocation past the
+/// ledger's budget throws.
 class Buffer {
  public:
   Buffer() = default;
@@ -60,6 +63,7 @@ class Buffer {
   float* data_ = nullptr;
   Shape shape_;
   Device device_ = Device::cpu;
+  int gpu_ = -1;  // the GPU whose memory holds data_ (Device::cuda), else -1: the block's place in the pool
   MemoryLedger* ledger_ = nullptr;
   MemoryCategory category_ = MemoryCategory::workspace;
 };

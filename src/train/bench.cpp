@@ -214,7 +214,7 @@ namespace {
 // and none is left waiting in a collective; the verdicts are still combined, to be sure.
 bool step_fits(const BenchOptions& o, const model::GPTConfig& config, int B, size_t budget, comm::World& world,
                std::string& memory) {
-  core::MemoryLedger ledger(budget);
+  core::MemoryLedger ledger(budget);  // this trial's: its pool's blocks go with it, none kept for the next
   std::vector<int> inputs, targets;
   bench_tokens(inputs, targets, B, config.n_positions, config.vocab_size);
   int failed = 0;

@@ -25,7 +25,9 @@ void add_device_flags(CLI::App* app, DeviceOptions& d) {
 }
 
 core::MemoryLedger& device_ledger() {
-  static core::MemoryLedger ledger;
+  // Made once the CUDA runtime has started (cuda_device_count starts it), so that at exit it goes
+  // first, and its pool's cudaFree still finds the runtime there.
+  static core::MemoryLedger ledger = (core::cuda_device_count(), core::MemoryLedger{});
   return ledger;
 }
 

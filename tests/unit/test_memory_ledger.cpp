@@ -78,3 +78,80 @@ TEST_CASE("ledger report names every category", "[ledger]") {
   }
   CHECK(r.find("3.000 MiB") != std::string::npos);
 }
+
+// ---- the ledger's pool: blocks kept by exact size, reused zero-filled ----------------------------
+
+TEST_CASE("a released buffer's block is reused by the next buffer of its size, zero-filled", "[ledger][pool]") {
+  MemoryLedger ledger;
+  float* first = nullptr;
+  {
+    Buffer a(ledger, MemoryCategory::workspace, {64});
+    first = a.data();
+    for (int64_t k = 0; k < a.numel(); ++k) a.data()[k] = 3.0f;  // dirty it
+    CHECK(ledger.system_allocations() == 1);
+    CHECK(ledger.cached_bytes() == 0);
+    CHECK(ledger.reserved_bytes() == 256);
+  }
+  CHECK(ledger.cached_bytes() == 256);  // kept, not freed
+  CHECK(ledger.reserved_bytes() == 256);
+  Buffer b(ledger, MemoryCategory::activations, {8, 8});  // the same 256 bytes, another shape and category
+  CHECK(b.data() == first);
+  CHECK(ledger.system_allocations() == 1);
+  CHECK(ledger.cached_bytes() == 0);
+  for (int64_t k = 0; k < b.numel(); ++k) REQUIRE(b.data()[k] == 0.0f);  // zero again
+  Buffer c(ledger, MemoryCategory::workspace, {65});                     // another size: a block of its own
+  CHECK(c.data() != first);
+  CHECK(ledger.system_allocations() == 2);
+  CHECK(ledger.reserved_bytes() == 256 + 260);
+}
+
+TEST_CASE("the pool leaves the ledger's logical record, its peaks and its budget as they were", "[ledger][pool]") {
+  MemoryLedger ledger(4096);
+  for (int round = 0; round < 3; ++round) {
+    Buffer a(ledger, MemoryCategory::parameters, {512});   // 2048 bytes
+    Buffer b(ledger, MemoryCategory::activations, {256});  // 1024
+    CHECK_THROWS_AS(Buffer(ledger, MemoryCategory::workspace, {512}), MemoryBudgetExceeded);
+    CHECK(ledger.current_total() == 3072);
+  }
+  // Nothing is held; the blocks are cached, outside the record and the budget.
+  CHECK(ledger.current_total() == 0);
+  CHECK(ledger.peak_total() == 3072);
+  CHECK(ledger.peak(MemoryCategory::parameters) == 2048);
+  CHECK(ledger.peak(MemoryCategory::workspace) == 0);
+  CHECK(ledger.system_allocations() == 2);
+  CHECK(ledger.cached_bytes() == 3072);
+  Buffer whole(ledger, MemoryCategory::workspace, {1024});  // the whole budget, beside the cache
+  CHECK(ledger.current_total() == 4096);
+  CHECK(ledger.reserved_bytes() == 3072 + 4096);
+}
+
+TEST_CASE("release_cached returns the free blocks to the system and keeps those in use", "[ledger][pool]") {
+  MemoryLedger ledger;
+  Buffer kept(ledger, MemoryCategory::parameters, {100});
+  { Buffer gone(ledger, MemoryCategory::workspace, {200}); }
+  CHECK(ledger.cached_bytes() == 800);
+  CHECK(ledger.reserved_bytes() == 1200);
+  ledger.release_cached();
+  CHECK(ledger.cached_bytes() == 0);
+  CHECK(ledger.reserved_bytes() == 400);
+  CHECK(kept.data()[99] == 0.0f);
+  Buffer again(ledger, MemoryCategory::workspace, {200});  // asked of the system again
+  CHECK(ledger.system_allocations() == 3);
+}
+
+TEST_CASE("a copy of a ledger has its numbers but none of its blocks; meta and empty buffers use no block",
+          "[ledger][pool]") {
+  MemoryLedger ledger;
+  { Buffer gone(ledger, MemoryCategory::workspace, {16}); }
+  Buffer held(ledger, MemoryCategory::parameters, {16});
+  const MemoryLedger copy = ledger;
+  CHECK(copy.current_total() == 64);
+  CHECK(copy.peak_total() == 64);
+  CHECK(copy.system_allocations() == 0);
+  CHECK(copy.reserved_bytes() == 0);
+  Buffer empty(ledger, MemoryCategory::workspace, {0});
+  Buffer meta(ledger, MemoryCategory::activations, {1 << 20}, optimus::core::Device::meta);
+  CHECK(ledger.system_allocations() == 1);
+  CHECK(ledger.current(MemoryCategory::activations) == 4 << 20);  // recorded as before
+  CHECK(ledger.reserved_bytes() == 64);
+}

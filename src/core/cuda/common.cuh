@@ -80,24 +80,25 @@ __device__ T block_reduce(T value, Op op) {
 
 // ---- scratch memory ----------------------------------------------------------------------------
 
-/// Device memory for the duration of one op: allocated on the context's stream (cudaMallocAsync,
-/// from the device's memory pool) and freed on it when the object goes out of scope
-/// (cudaFreeAsync), so the kernels queued in between may use it. Recorded in the context's ledger
-/// as workspace, like the CPU ops' scratch Buffers.
+/// Device memory for the duration of one op: a block of the context's ledger's pool (core/block_pool.h),
+/// recorded as workspace like the CPU ops' scratch Buffers, and given back when the object goes out of
+/// scope, with no wait: the kernels queued in between may still use it, and the next take of the block
+/// zero-fills it on the legacy default stream, which runs after them.
 class DeviceScratch {
  public:
   DeviceScratch(const Context& ctx, size_t bytes) : ctx_(&ctx), bytes_(bytes) {
     if (bytes_ == 0) return;
     ctx_->ledger->allocate(MemoryCategory::workspace, bytes_);  // throws past the budget
-    const cudaError_t err = cudaMallocAsync(&data_, bytes_, stream_of(*ctx_));
-    if (err != cudaSuccess) {
+    try {
+      data_ = ctx_->ledger->pool().take(ctx_->cuda_device, bytes_);
+    } catch (...) {
       ctx_->ledger->release(MemoryCategory::workspace, bytes_);
-      OPTIMUS_CUDA_CHECK(err);
+      throw;
     }
   }
   ~DeviceScratch() {
     if (data_ == nullptr) return;
-    cudaFreeAsync(data_, stream_of(*ctx_));  // an error here surfaces at the next checked call
+    ctx_->ledger->pool().give_back(data_, ctx_->cuda_device, bytes_);
     ctx_->ledger->release(MemoryCategory::workspace, bytes_);
   }
   DeviceScratch(const DeviceScratch&) = delete;

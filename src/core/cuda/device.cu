@@ -175,8 +175,21 @@ void* device_alloc_zeroed(size_t bytes) {
   return p;
 }
 
+void device_zero(void* p, size_t bytes) {
+  const cudaError_t err = cudaMemset(p, 0, bytes);
+  if (err != cudaSuccess) {
+    throw std::runtime_error("cudaMemset of " + std::to_string(bytes) + " bytes failed: " + cudaGetErrorString(err));
+  }
+}
+
 void device_free(void* p) noexcept {
   cudaFree(p);
+}
+
+int device_current() {
+  int d = 0;
+  OPTIMUS_CUDA_CHECK(cudaGetDevice(&d));
+  return d;
 }
 
 // ---- copies (core/context.h on a CUDA context) -----------------------------------------------------

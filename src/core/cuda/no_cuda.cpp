@@ -25,6 +25,12 @@ Context cuda_context(MemoryLedger&, int device_index, CudaOptions) {
 void* device_alloc_zeroed(size_t) {
   throw std::runtime_error("a CUDA buffer was requested but this build has no CUDA backend; use --device cpu");
 }
+void device_zero(void*, size_t) {
+  throw std::runtime_error("a CUDA buffer was requested but this build has no CUDA backend; use --device cpu");
+}
 void device_free(void*) noexcept {}
+int device_current() {
+  throw std::runtime_error("a CUDA buffer was requested but this build has no CUDA backend; use --device cpu");
+}
 
 }  // namespace optimus::core

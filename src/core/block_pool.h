@@ -1,0 +1,58 @@
+// The cache of memory blocks behind Buffers, one per MemoryLedger: a released Buffer gives its
+// block back here, and the next Buffer of exactly that many bytes on the same memory takes it
+// again, zero-filled, instead of asking the system. A training step allocates the same sizes every
+// step, so after the first step it asks the system for nothing. The ledger's logical record (what
+// Buffers hold) is unchanged by the cache; the cache adds what the system has lent: reserved bytes,
+// the blocks in use plus the free ones it keeps (cached bytes), like PyTorch's caching allocator.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace optimus::core {
+
+/// Blocks of host memory (gpu = -1) or of GPU `gpu`'s memory, kept free by exact size.
+/// Not thread-safe (neither is the ledger): Buffers are made and released by the stage's thread.
+/// A GPU block is given back without waiting for the GPU: the zero fill of its next take is a
+/// cudaMemset on the legacy default stream, which waits for all work queued before it on the
+/// device's blocking streams (a context's stream is one). Work on a non-blocking stream (NCCL's
+/// communication stream) must have been waited for (comm::Request::wait) before its Buffer goes.
+class BlockPool {
+ public:
+  BlockPool() = default;
+  /// Blocks are never shared: a copy (of a ledger, a snapshot of its numbers) starts empty.
+  BlockPool(const BlockPool&) {}
+  BlockPool& operator=(const BlockPool&) { return *this; }
+  /// Frees the free blocks; blocks still in use are the Buffers' (they must not outlive the pool).
+  ~BlockPool() { release_cached(); }
+
+  /// A zero-filled block of `bytes` (> 0) bytes, 64-byte aligned on the host: a free one of that
+  /// size and place if the pool has one, else a new one from the system (aligned_alloc, or cudaMalloc
+  /// on the current GPU). Throws std::bad_alloc or std::runtime_error when the system has none.
+  void* take(int gpu, size_t bytes);
+  /// Keeps a block from take() (same gpu and bytes) for the next take of its size.
+  void give_back(void* block, int gpu, size_t bytes) noexcept;
+  /// Returns the free blocks to the system; those in use stay where they are.
+  void release_cached() noexcept;
+
+  /// How many blocks were asked of the system since the pool was made.
+  int64_t system_allocations() const { return system_allocations_; }
+  /// Bytes of the free blocks the pool keeps.
+  size_t cached_bytes() const { return cached_bytes_; }
+  /// Bytes the system has lent the pool: blocks in use plus the free ones.
+  size_t reserved_bytes() const { return reserved_bytes_; }
+
+ private:
+  using Key = std::pair<int, size_t>;  // (gpu, bytes)
+  static void system_free(void* block, int gpu) noexcept;
+
+  std::map<Key, std::vector<void*>> free_;
+  int64_t system_allocations_ = 0;
+  size_t cached_bytes_ = 0;
+  size_t reserved_bytes_ = 0;
+};
+
+}  // namespace optimus::core
