@@ -139,7 +139,7 @@ TEST_CASE("release_cached returns the free blocks to the system and keeps those 
   CHECK(ledger.system_allocations() == 3);
 }
 
-TEST_CASE("a copy of a ledger has its numbers but none of its blocks; meta and empty buffers use no block",
+TEST_CASE("a copy of a ledger has its numbers but none of its blocks, and meta or empty buffers use none",
           "[ledger][pool]") {
   MemoryLedger ledger;
   { Buffer gone(ledger, MemoryCategory::workspace, {16}); }
