@@ -18,11 +18,13 @@
 
 namespace equivalence {
 
-// A layout: a stage and whether 1D splits its residual stream (chapter 5).
+// A layout: a stage, whether 1D splits its residual stream (chapter 5) and whether 2D's SUMMA
+// overlaps its transfers with its products (chapter 6).
 struct Layout {
   std::string stage;  // serial, 1d or 2d
   bool sequence_parallel = false;
-  std::string name() const { return stage + (sequence_parallel ? "+sp" : ""); }
+  bool overlap = false;
+  std::string name() const { return stage + (sequence_parallel ? "+sp" : "") + (overlap ? "+overlap" : ""); }
 };
 
 // The smallest q with q·q ≥ P, and whether it is P's square root.
@@ -65,7 +67,8 @@ template <typename Body>
 void with_layout(const Layout& layout, const optimus::model::GPTConfig& cfg, optimus::model::Recompute recompute,
                  optimus::core::MemoryLedger& ledger, Body&& body) {
   auto& world = mpi_test::world();
-  const optimus::model::StageOptions memory{.recompute = recompute, .sequence_parallel = layout.sequence_parallel};
+  const optimus::model::StageOptions memory{
+      .recompute = recompute, .sequence_parallel = layout.sequence_parallel, .overlap = layout.overlap};
   const optimus::core::Context ctx = optimus::core::cpu_context(ledger);
   if (layout.stage == "serial") {
     optimus::serial::GPT gpt(cfg, ctx, 11, memory);

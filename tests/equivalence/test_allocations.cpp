@@ -1,8 +1,9 @@
 // No allocation inside a training step (chapter 6): after the first step, the trainer's step asks
 // the system for no memory — every scratch, communication and gradient buffer of steps 2 to 4 is a
-// block the ledger's pool kept from step 1 — in every layout, with recomputation and with gradient
-// accumulation over micro-batches, dropout on. Counted by the ledgers' system_allocations(): the
-// model's ledger and the process's host ledger (where a staged communicator keeps its buffer).
+// block the ledger's pool kept from step 1 — in every layout, with recomputation, with gradient
+// accumulation over micro-batches and in 2D with overlap, dropout on. Counted by the ledgers'
+// system_allocations(): the model's ledger and the process's host ledger (where a staged
+// communicator keeps its buffer).
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -18,8 +19,10 @@ TEST_CASE("after the first step, a training step allocates nothing, in every lay
   const int P = mpi_test::world().size();
   const auto cfg = equivalence::config_for(P);
   const int T = 16, Bm = equivalence::batch_for(P, T);
+  auto layouts = equivalence::layouts_of(P);
+  if (equivalence::is_square(P)) layouts.push_back({"2d", false, true});  // SUMMA's double buffers too
   bool none = true;
-  for (const equivalence::Layout& layout : equivalence::layouts_of(P)) {
+  for (const equivalence::Layout& layout : layouts) {
     for (const model::Recompute recompute : {model::Recompute::none, model::Recompute::block}) {
       for (const int K : {1, 4}) {
         core::MemoryLedger ledger;

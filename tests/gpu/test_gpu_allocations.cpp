@@ -28,7 +28,8 @@ namespace {
 template <typename Body>
 void with_gpu_layout(const equivalence::Layout& layout, const model::GPTConfig& cfg, model::Recompute recompute,
                      core::MemoryLedger& ledger, Body&& body) {
-  const model::StageOptions memory{.recompute = recompute, .sequence_parallel = layout.sequence_parallel};
+  const model::StageOptions memory{
+      .recompute = recompute, .sequence_parallel = layout.sequence_parallel, .overlap = layout.overlap};
   core::Context ctx = gpu_test::cuda();
   ctx.ledger = &ledger;
   if (layout.stage == "serial") {
@@ -52,8 +53,10 @@ TEST_CASE("on the GPU, after the first step a training step allocates nothing, i
   const auto cfg = equivalence::config_for(P);
   const int T = 16, Bm = equivalence::batch_for(P, T);
   const std::string device = gpu_test::cuda().device == core::Device::cuda ? "gpu " : "cpu stand-in ";
+  auto layouts = equivalence::layouts_of(P);
+  if (equivalence::is_square(P)) layouts.push_back({"2d", false, true});  // SUMMA's double buffers too
   bool none = true;
-  for (const equivalence::Layout& layout : equivalence::layouts_of(P)) {
+  for (const equivalence::Layout& layout : layouts) {
     for (const model::Recompute recompute : {model::Recompute::none, model::Recompute::block}) {
       for (const int K : {1, 4}) {
         core::MemoryLedger ledger;
