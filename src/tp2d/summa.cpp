@@ -52,11 +52,12 @@ float* broadcast_source(bool is_root, const float* own_block, float* receive) {
 // flight polled between panels: Open MPI moves a started transfer only inside MPI calls, so these
 // polls are what move it while this rank multiplies. Both modes compute the same panels, so the
 // sums are the same with and without overlap. (On a GPU the transfers have a stream of their own:
-// one call.) A is (M, K), or (K, M) when ta; B is (K, N), or (N, K) when tb.
+// one call. The meta device records the CPU's panels, so a plan counts the ops a CPU run does.)
+// A is (M, K), or (K, M) when ta; B is (K, N), or (N, K) when tb.
 void block_product(const core::Context& ctx, float* C, const float* A, const float* B, int M, int N, int K, Trans ta,
                    Trans tb, float beta, std::initializer_list<std::array<comm::Request, 2>*> in_flight) {
   constexpr int kPanelRows = 64, kMaxPanels = 8;
-  const int panels = ctx.device == core::Device::cpu ? std::clamp(M / kPanelRows, 1, kMaxPanels) : 1;
+  const int panels = ctx.device != core::Device::cuda ? std::clamp(M / kPanelRows, 1, kMaxPanels) : 1;
   const int lda = ta == Trans::no ? K : M, ldb = tb == Trans::no ? N : K;
   for (int k = 0; k < panels; ++k) {
     const int m0 = k * M / panels, m1 = (k + 1) * M / panels;
