@@ -6,6 +6,8 @@
 // bucket); one world all-reduce for the gradient norm.
 #include "tp2d/gpt.h"
 
+#include <stdexcept>
+
 #include "comm/scalar.h"
 #include "core/errors.h"
 #include "model/gradient_bucket.h"
@@ -31,6 +33,11 @@ GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed
       j_(grid.j()) {
   config_.validate();
   model::require_no_sequence_parallel(memory, "2d");
+  if (grid.overlap() != memory.overlap) {
+    throw std::invalid_argument(
+        "tp2d::GPT: the grid's overlap and the stage options' differ; build the grid as "
+        "comm::Grid2D(world, options.overlap)");
+  }
   check_divisible_2d(config_, q_);
   Vb_ = vocab_block(config_, q_);
   const int q = q_, i = i_, j = j_;

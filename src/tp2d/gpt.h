@@ -65,7 +65,8 @@ class GPT {
   /// Collective-free: checks divisibility (ConfigError) and initialises this rank's shards from
   /// Philox, so the gathered model equals serial::GPT's under the same seed, bit for bit.
   /// memory.recompute chooses what the forward pass keeps (chapter 5); sequence parallelism is a
-  /// 1D mode (ConfigError here).
+  /// 1D mode (ConfigError here). memory.overlap must be the grid's (Grid2D::overlap), which is what
+  /// SUMMA reads (std::invalid_argument otherwise).
   GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid2D& grid,
       const model::StageOptions& memory = {});
 

@@ -5,9 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "compare.h"
 #include "core/memory_ledger.h"
+#include "layouts.h"
 #include "model/activation_block.h"
 #include "train/optimizer.h"
 
@@ -50,6 +53,42 @@ std::vector<int64_t> allocations_per_step(Model& gpt, const std::vector<const op
     per_step.push_back(system_allocations(ledgers) - before);
   }
   return per_step;
+}
+
+/// Every layout of this world (and 2D with overlap), with and without recomputation, in one pass
+/// and in 4 micro-batches: `build(layout, config, recompute, ledger, body)` makes the model, and 4
+/// steps count the system allocations of its ledger and the process's host ledger. Prints one line
+/// per configuration (prefixed by `what`: the most any rank asked for in steps 2 to 4, and in step 1)
+/// and returns whether none asked for any after step 1. Collective over the world.
+template <typename Build>
+bool no_allocations_after_first_step(const std::string& what, Build&& build) {
+  using namespace optimus;
+  const int P = mpi_test::world().size();
+  const auto cfg = config_for(P);
+  const int T = 16, Bm = batch_for(P, T);
+  auto layouts = layouts_of(P);
+  if (is_square(P)) layouts.push_back({"2d", false, true});  // SUMMA's double buffers too
+  bool none = true;
+  for (const Layout& layout : layouts) {
+    for (const model::Recompute recompute : {model::Recompute::none, model::Recompute::block}) {
+      for (const int K : {1, 4}) {
+        core::MemoryLedger ledger;
+        std::vector<int64_t> per_step;
+        build(layout, cfg, recompute, ledger, [&](auto& gpt) {
+          per_step = allocations_per_step(gpt, {&ledger, &core::MemoryLedger::host()}, 4, K * Bm, T, K);
+        });
+        int first = static_cast<int>(per_step[0]), later = static_cast<int>(per_step[1] + per_step[2] + per_step[3]);
+        mpi_test::world().comm().all_reduce(&first, 1, comm::ReduceOp::max);
+        mpi_test::world().comm().all_reduce(&later, 1, comm::ReduceOp::max);
+        report_count(what + "ledger: system allocations in steps 2-4, " + layout.name() + " P=" + std::to_string(P) +
+                         ", recompute " + model::to_string(recompute) + ", K=" + std::to_string(K) +
+                         " (step 1: " + std::to_string(first) + ")",
+                     later, 0);
+        none = none && later == 0;
+      }
+    }
+  }
+  return none;
 }
 
 }  // namespace equivalence

@@ -78,7 +78,7 @@ void with_layout(const Layout& layout, const optimus::model::GPTConfig& cfg, opt
     optimus::tp1d::GPT gpt(cfg, ctx, 11, grid, memory);
     body(gpt);
   } else {
-    optimus::comm::Grid2D grid(world.comm());
+    optimus::comm::Grid2D grid(world.comm(), layout.overlap);
     optimus::tp2d::GPT gpt(cfg, ctx, 11, grid, memory);
     body(gpt);
   }

@@ -40,7 +40,7 @@ void with_gpu_layout(const equivalence::Layout& layout, const model::GPTConfig& 
     tp1d::GPT gpt(cfg, ctx, 11, grid, memory);
     body(gpt);
   } else {
-    comm::Grid2D grid(stage_test::device_world());
+    comm::Grid2D grid(stage_test::device_world(), layout.overlap);
     tp2d::GPT gpt(cfg, ctx, 11, grid, memory);
     body(gpt);
   }
@@ -49,31 +49,6 @@ void with_gpu_layout(const equivalence::Layout& layout, const model::GPTConfig& 
 }  // namespace
 
 TEST_CASE("on the GPU, after the first step a training step allocates nothing, in every layout", "[allocations]") {
-  const int P = mpi_test::world().size();
-  const auto cfg = equivalence::config_for(P);
-  const int T = 16, Bm = equivalence::batch_for(P, T);
   const std::string device = gpu_test::cuda().device == core::Device::cuda ? "gpu " : "cpu stand-in ";
-  auto layouts = equivalence::layouts_of(P);
-  if (equivalence::is_square(P)) layouts.push_back({"2d", false, true});  // SUMMA's double buffers too
-  bool none = true;
-  for (const equivalence::Layout& layout : layouts) {
-    for (const model::Recompute recompute : {model::Recompute::none, model::Recompute::block}) {
-      for (const int K : {1, 4}) {
-        core::MemoryLedger ledger;
-        std::vector<int64_t> per_step;
-        with_gpu_layout(layout, cfg, recompute, ledger, [&](auto& gpt) {
-          per_step = equivalence::allocations_per_step(gpt, {&ledger, &core::MemoryLedger::host()}, 4, K * Bm, T, K);
-        });
-        int first = static_cast<int>(per_step[0]), later = static_cast<int>(per_step[1] + per_step[2] + per_step[3]);
-        mpi_test::world().comm().all_reduce(&first, 1, comm::ReduceOp::max);
-        mpi_test::world().comm().all_reduce(&later, 1, comm::ReduceOp::max);
-        equivalence::report_count(device + "ledger: system allocations in steps 2-4, " + layout.name() +
-                                      " P=" + std::to_string(P) + ", recompute " + model::to_string(recompute) +
-                                      ", K=" + std::to_string(K) + " (step 1: " + std::to_string(first) + ")",
-                                  later, 0);
-        none = none && later == 0;
-      }
-    }
-  }
-  MPI_REQUIRE(none);
+  MPI_REQUIRE(equivalence::no_allocations_after_first_step(device, [](auto&&... args) { with_gpu_layout(args...); }));
 }

@@ -192,10 +192,10 @@ TEST_CASE("Optimus 2D on the GPU (4 ranks on one GPU, staged communicator) equal
   // Chapters 5 and 6: with recomputation, and the GPU's SUMMA overlapped (its started collectives on
   // the communication stream).
   const bool later = GENERATE(false, true);
-  comm::Grid2D grid_cpu(world.comm());
-  comm::Grid2D grid_gpu(stage_test::device_world(), /*overlap=*/later);
+  comm::Grid2D grid_cpu(world.comm(), /*overlap=*/later), grid_gpu(stage_test::device_world(), /*overlap=*/later);
   const int B = 2 * grid_cpu.q();
-  const model::StageOptions memory{.recompute = later ? model::Recompute::block : model::Recompute::none};
+  const model::StageOptions memory{.recompute = later ? model::Recompute::block : model::Recompute::none,
+                                   .overlap = later};
   const std::string name = later ? "2d+recompute+overlap" : "2d";
   {
     core::MemoryLedger lg, lc;
