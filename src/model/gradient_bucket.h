@@ -1,5 +1,5 @@
-// Summing parameter gradients over a group of ranks in a few calls: the tensors a predicate picks
-// are packed into flat buckets, each all-reduced once and unpacked. 2D sums its column-replicated
+// Summing parameter gradients over a group of ranks in one call: the tensors a predicate picks are
+// packed into a flat bucket, all-reduced once and unpacked. 2D sums its column-replicated
 // parameters' gradients down the grid's column this way; 1D with sequence parallelism sums its
 // LayerNorms' over the p ranks (each rank saw only its slice of the rows). Data parallelism sums
 // every gradient over the model copies with GradientSum: block by block during the backward pass,
@@ -19,11 +19,10 @@
 namespace optimus::model {
 
 /// Every gradient of a tensor whose kind `which` picks becomes its sum over `group`: the tensors, in
-/// their order, are packed into buckets of at most `bucket_floats` floats (0: one bucket for all; a
-/// tensor larger than the limit goes alone), one all-reduce each. The bucket is recorded as
+/// their order, are packed into one bucket, all-reduced once and unpacked. The bucket is recorded as
 /// communication memory while it lives. Collective over group.
 void sum_gradients(ParamSet& params, const core::Context& ctx, comm::Communicator& group,
-                   const std::function<bool(ParamKind)>& which, int64_t bucket_floats = 0);
+                   const std::function<bool(ParamKind)>& which);
 
 /// Sums a stage's gradients over `group` (the data-parallel group: the ranks that hold the same
 /// shard in the other model copies) as its backward pass completes them. The buckets are the
