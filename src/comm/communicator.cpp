@@ -1,10 +1,37 @@
 // The Communicator front-end's argument checks, barrier and split (the typed collectives are
-// templates in communicator.h).
+// templates in communicator.h), and the end of a job when one rank fails alone.
 #include "comm/communicator.h"
 
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <stdexcept>
 
 namespace optimus::comm {
+
+void abort_world(const std::string& message) noexcept {
+  int running = 0, finalized = 0, rank = -1;
+  MPI_Initialized(&running);
+  MPI_Finalized(&finalized);
+  if (running && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::fflush(stdout);
+  std::fprintf(stderr, "rank %d: error: %s\n", rank, message.c_str());
+  std::fflush(stderr);
+  if (running && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();  // MPI_Abort does not return; without MPI this ends the process
+}
+
+void Request::wait_or_abort() noexcept {
+  try {
+    wait();
+  } catch (const std::exception& e) {
+    abort_world(std::string("a started collective failed as its Request was destroyed: ") + e.what());
+  } catch (...) {
+    abort_world("a started collective failed as its Request was destroyed (an exception that is not a std::exception)");
+  }
+}
 
 void Communicator::barrier() {
   do_barrier();

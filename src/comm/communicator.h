@@ -44,6 +44,9 @@ class Pending {
 /// A started collective. wait() returns once it has completed on this rank: only then may its
 /// buffer be read (its result) or written (its next use). A Request not waited for is waited for
 /// by its destructor, and by assigning another to it. Move-only; a default Request is complete.
+/// The destructor never throws: a transfer that fails there (a device error, say, while an
+/// exception unwinds past the Request) is reported on stderr and ends the whole job, since the
+/// other ranks may be waiting in the same collective.
 class Request {
  public:
   Request() = default;
@@ -54,7 +57,7 @@ class Request {
     pending_ = std::move(other.pending_);
     return *this;
   }
-  ~Request() { wait(); }
+  ~Request() { wait_or_abort(); }
 
   void wait() {
     if (pending_ == nullptr) return;
@@ -70,8 +73,14 @@ class Request {
   }
 
  private:
+  void wait_or_abort() noexcept;
+
   std::unique_ptr<Pending> pending_;
 };
+
+/// For an error on this rank alone: prints "rank r: error: <message>" to stderr and ends every rank
+/// of the job (MPI_Abort on the world; a plain abort where MPI is not running).
+[[noreturn]] void abort_world(const std::string& message) noexcept;
 
 /// A group of `size()` ranks; this process is `rank()` in it. Every member must make the same
 /// calls in the same order with the same n (and root) — as with MPI. Counts are elements, not

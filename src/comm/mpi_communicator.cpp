@@ -13,12 +13,7 @@ namespace detail {
   char message[MPI_MAX_ERROR_STRING] = "unknown MPI error";
   int length = 0;
   MPI_Error_string(code, message, &length);
-  int rank = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::fprintf(stderr, "rank %d: error: MPI call failed: %s at %s:%d: %s\n", rank, call, file, line, message);
-  std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::abort();  // MPI_Abort does not return; this tells the compiler so
+  abort_world(std::string("MPI call failed: ") + call + " at " + file + ":" + std::to_string(line) + ": " + message);
 }
 }  // namespace detail
 

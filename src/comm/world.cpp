@@ -106,11 +106,7 @@ void World::fail(const std::string& message) {
 }
 
 void World::abort(const std::string& message) {
-  std::fflush(stdout);
-  std::fprintf(stderr, "rank %d: error: %s\n", rank(), message.c_str());
-  std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::abort();  // MPI_Abort does not return; this tells the compiler so
+  abort_world(message);
 }
 
 int run_main(int argc, char** argv, const std::function<int(World&)>& body) {

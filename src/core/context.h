@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "core/memory_ledger.h"
 #include "core/op_ledger.h"
@@ -68,6 +69,11 @@ std::string cuda_device_report();
 
 /// Number of usable GPUs (0 when none, or when the backend is not built).
 int cuda_device_count();
+
+/// The PCI bus id of each GPU this process sees, in CUDA's device order ("0000:3B:00.0"; empty
+/// without the backend or a GPU). Two processes that see one GPU under different indices (each
+/// with its own CUDA_VISIBLE_DEVICES) find the same id for it.
+std::vector<std::string> cuda_bus_ids();
 
 // ---- moving numbers between the host and the context's device -------------------------------
 // On a CPU context these are plain memcpy. On a CUDA context they are ordered on its stream and

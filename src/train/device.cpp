@@ -12,8 +12,8 @@ namespace optimus::train {
 void add_device_flags(CLI::App* app, DeviceOptions& d) {
   app->add_option("--device", d.device,
                   "cpu, or cuda: the model, its gradients, the optimizer state and the activations on a GPU "
-                  "(rank r takes GPU (node-local r) % (GPUs on the node)); the data, the initial values and "
-                  "sampling stay on the CPU")
+                  "(each rank of a node takes a GPU no rank before it took, by PCI bus id, and shares one when "
+                  "there are more ranks than GPUs); the data, the initial values and sampling stay on the CPU")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   app->add_option("--device-comm", d.comm,
@@ -53,8 +53,7 @@ core::Context make_context(const DeviceOptions& d, comm::World& world, core::Mem
                                      : "--device cuda was asked for, but this machine has no usable GPU: " + why +
                                            "; run where there is a GPU, or use --device cpu");
   }
-  const comm::NodePlacement place = comm::node_placement(MPI_COMM_WORLD);
-  return core::cuda_context(ledger, place.local_rank % gpus);
+  return core::cuda_context(ledger, comm::choose_gpu(MPI_COMM_WORLD).device);
 }
 
 core::Context make_context(const DeviceOptions& d, comm::World& world) {

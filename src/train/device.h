@@ -1,6 +1,7 @@
 // Where a run computes: `--device cpu|cuda` and `--device-comm auto|nccl|staged` for
-// train, eval and bench, in every layout. A CUDA run gives each rank the GPU (node-local rank) %
-// (GPUs on the node) and records device memory in this process's device ledger; the data, the
+// train, eval and bench, in every layout. A CUDA run gives each rank the GPU comm::choose_gpu picks
+// (by PCI bus id: a GPU of its own where the node has enough, whether a rank sees all of the node's
+// GPUs or only its own) and records device memory in this process's device ledger; the data, the
 // initial values (drawn on the host, then copied) and sampling stay on the CPU.
 #pragma once
 
@@ -31,7 +32,7 @@ void add_device_flags(CLI::App* app, DeviceOptions& d);
 core::MemoryLedger& device_ledger();
 
 /// The context a run computes on, recording into `ledger`: a CPU context for cpu; for cuda, a
-/// CUDA context on GPU (node-local rank % GPUs on the node), after checking alike on every rank
+/// CUDA context on the GPU comm::choose_gpu picks, after checking alike on every rank
 /// that the build has the CUDA backend and that every rank sees a GPU — a core::ConfigError of one
 /// sentence otherwise. Collective over the world for cuda (the checks and the node placement).
 core::Context make_context(const DeviceOptions& d, comm::World& world, core::MemoryLedger& ledger);

@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
@@ -27,13 +28,15 @@ namespace optimus::train {
 /// The communicator a parallel model computes with, for memory on `ctx`: the World's own (MPI) on
 /// a CPU context; on a CUDA context a device communicator over the same ranks, named "world" and
 /// recording into the process's ledger like the World's, NCCL or staged as `device_comm` resolves
-/// (collective; a forced nccl that cannot work is a ConfigError on every rank). `owned` keeps a
-/// device communicator alive; it stays empty on the CPU.
+/// (collective; a forced nccl that cannot work is a ConfigError on every rank); rank 0 says which on
+/// stderr, in one line. `owned` keeps a device communicator alive; it stays empty on the CPU.
 inline comm::Communicator& model_communicator(comm::World& world, const core::Context& ctx,
                                               comm::DeviceComm device_comm,
                                               std::unique_ptr<comm::Communicator>& owned) {
   if (ctx.device == core::Device::cpu) return world.comm();
-  owned = comm::make_device_communicator(MPI_COMM_WORLD, ctx, device_comm, "world");
+  std::string chosen;
+  owned = comm::make_device_communicator(MPI_COMM_WORLD, ctx, device_comm, "world", comm::CommLedger::process(), &chosen);
+  if (world.rank() == 0) std::fprintf(stderr, "optimus: device communicator: %s\n", chosen.c_str());
   return *owned;
 }
 

@@ -83,14 +83,14 @@ int main(int argc, char** argv) {
                    optimus::core::cuda_device_report().c_str());
       return gpu_test::kSkip;
     }
-    const optimus::comm::NodePlacement place = optimus::comm::node_placement(MPI_COMM_WORLD);
+    const optimus::comm::GpuChoice gpu = optimus::comm::choose_gpu(MPI_COMM_WORLD);
     const bool built = the_kind != "nccl" || optimus::core::cuda_backend_built();
-    if (!world.all_agree(built && (the_kind != "nccl" || place.ranks_on_node <= gpus))) {
-      world.print0("skipped: NCCL needs one GPU per rank, and a node here runs more ranks than it has GPUs (%d)\n",
-                   gpus);
+    if (!world.all_agree(built && (the_kind != "nccl" || gpu.own_gpu))) {
+      world.print0("skipped: NCCL needs one GPU per rank, and ranks of a node here share its %d GPU(s)\n",
+                   gpu.gpus_in_use);
       return gpu_test::kSkip;
     }
-    the_context = optimus::core::cuda_context(ledger, place.local_rank % gpus);
+    the_context = optimus::core::cuda_context(ledger, gpu.device);
   } else {
     world.print0("test_gpu_comm: unknown kind '%s'; use nccl, staged or staged-cpu\n", the_kind.c_str());
     return 2;

@@ -1,12 +1,13 @@
 // The stage tests' main: run as
-//   mpiexec -np N test_gpu_stages [--cpu-stand-in] "[tag]"
+//   mpiexec -np N test_gpu_stages [--cpu-stand-in | --nccl] "[tag]"
 // Every rank checks for a GPU; where any rank has none, every rank exits 77, which ctest reports as
-// skipped. Otherwise each rank makes a CUDA context on GPU (node-local rank % GPUs) — 4 ranks on
-// one GPU share it — and a host-staged communicator over the world on it (NCCL refuses ranks that
-// share a GPU; the staged one is what `--device-comm auto` picks there). Verdicts are combined over
-// all ranks, as in tests/mpi. With --cpu-stand-in a CPU context takes the GPU's place (label mpi,
-// any machine): the comparisons are then exact, and what is tested is the tests' own logic and the
-// stages on a communicator that is not the World's (the staged one, over host memory).
+// skipped. Otherwise each rank makes a CUDA context on its GPU (comm::choose_gpu: ranks that share a
+// node share its GPUs; 4 ranks on one GPU share it) and a device communicator over the world on it:
+// the host-staged one (what `--device-comm auto` picks where ranks share a GPU), or with --nccl
+// NCCL's (one GPU per rank, else skipped). Verdicts are combined over all ranks, as in tests/mpi.
+// With --cpu-stand-in a CPU context takes the GPU's place (label mpi, any machine): the comparisons
+// are then exact, and what is tested is the tests' own logic and the stages on a communicator that
+// is not the World's (the staged one, over host memory).
 #define CATCH_CONFIG_RUNNER
 #include <mpi.h>
 
@@ -45,9 +46,14 @@ optimus::comm::Communicator& device_world() {
 int main(int argc, char** argv) {
   optimus::comm::World world(argc, argv);
   the_world = &world;
-  const bool stand_in = argc > 1 && std::string(argv[1]) == "--cpu-stand-in";
+  const std::string mode = argc > 1 && std::string(argv[1]).rfind("--", 0) == 0 ? argv[1] : "";
+  const bool stand_in = mode == "--cpu-stand-in";
+  if (!mode.empty() && !stand_in && mode != "--nccl") {
+    world.print0("test_gpu_stages: unknown mode '%s'; use --cpu-stand-in or --nccl\n", mode.c_str());
+    return 2;
+  }
   std::vector<char*> catch_args = {argv[0]};  // Catch sees the rest
-  for (int k = stand_in ? 2 : 1; k < argc; ++k) catch_args.push_back(argv[k]);
+  for (int k = mode.empty() ? 1 : 2; k < argc; ++k) catch_args.push_back(argv[k]);
 
   Catch::Session session;
   const int rc = mpi_test::prepare_session(session, static_cast<int>(catch_args.size()), catch_args.data());
@@ -67,10 +73,15 @@ int main(int argc, char** argv) {
       return gpu_test::kSkip;
     }
     world.print0("%s\n", optimus::core::cuda_device_report().c_str());
-    const optimus::comm::NodePlacement place = optimus::comm::node_placement(MPI_COMM_WORLD);
-    gpu_test::the_cuda = optimus::core::cuda_context(ledger, place.local_rank % gpus);
-    the_device_world = optimus::comm::make_device_communicator(MPI_COMM_WORLD, *gpu_test::the_cuda,
-                                                               optimus::comm::DeviceComm::staged, "world");
+    const optimus::comm::GpuChoice gpu = optimus::comm::choose_gpu(MPI_COMM_WORLD);
+    if (mode == "--nccl" && !world.all_agree(gpu.own_gpu)) {
+      world.print0("skipped: NCCL needs one GPU per rank, and ranks here share a GPU\n");
+      return gpu_test::kSkip;
+    }
+    gpu_test::the_cuda = optimus::core::cuda_context(ledger, gpu.device);
+    const auto kind = mode == "--nccl" ? optimus::comm::DeviceComm::nccl : optimus::comm::DeviceComm::staged;
+    the_device_world = optimus::comm::make_device_communicator(MPI_COMM_WORLD, *gpu_test::the_cuda, kind, "world");
+    world.print0("device communicator: %s\n", optimus::comm::device_comm_name(kind));
   }
 
   const int verdict = mpi_test::combined_verdict(session.run(), "gpu stage tests");

@@ -4,6 +4,7 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "comm/device_comm.h"
@@ -105,4 +106,27 @@ TEST_CASE("the device communicator is chosen alike on every rank, and a forced n
   CHECK_THROWS_WITH(comm::resolve_device_comm(DeviceComm::nccl, 4, 1, true),
                     Contains("needs one GPU per rank, but a node runs 4 ranks on 1 GPU(s)"));
   CHECK_THROWS_AS(comm::resolve_device_comm(DeviceComm::nccl, 1, 1, false), core::ConfigError);
+}
+
+TEST_CASE("a node's ranks get GPUs of their own by PCI bus id, whether each sees all of them or only its own",
+          "[setup]") {
+  using V = std::vector<std::vector<std::string>>;
+  const std::vector<std::string> four = {"0000:1B:00.0", "0000:3B:00.0", "0000:5B:00.0", "0000:7B:00.0"};
+  // Every rank sees the node's 4 GPUs: one each, in order.
+  CHECK(comm::assign_gpus(V(4, four)) == std::vector<int>{0, 1, 2, 3});
+  // Each rank sees only its own (CUDA_VISIBLE_DEVICES per task, as Slurm's --gpus-per-task=1 sets):
+  // index 0 for each, and four different GPUs.
+  CHECK(comm::assign_gpus(V{{four[2]}, {four[0]}, {four[3]}, {four[1]}}) == std::vector<int>{0, 0, 0, 0});
+  // 4 ranks on 1 GPU share it; on 2 GPUs two ranks share each.
+  CHECK(comm::assign_gpus(V(4, {four[0]})) == std::vector<int>{0, 0, 0, 0});
+  CHECK(comm::assign_gpus(V(4, {four[0], four[1]})) == std::vector<int>{0, 1, 0, 1});
+  // Ranks that see the same GPUs in different orders still get different ones (four[0], then four[1]).
+  CHECK(comm::assign_gpus(V{{four[0], four[1]}, {four[1], four[0]}}) == std::vector<int>{0, 0});
+  // A rank that sees no GPU gets none.
+  CHECK(comm::assign_gpus(V{{four[0]}, {}}) == std::vector<int>{0, -1});
+
+  using comm::DeviceComm;
+  CHECK(comm::describe_device_comm(DeviceComm::nccl, 4, 4) == "nccl (each of a node's 4 ranks has a GPU of its own)");
+  CHECK(comm::describe_device_comm(DeviceComm::staged, 4, 1) ==
+        "staged (a node's 4 ranks share 1 GPU(s): NCCL needs one GPU per rank)");
 }

@@ -50,6 +50,21 @@ bool evaluate(F&& expr) {
   return false;
 }
 
+/// Runs `body`, in which every rank makes the same collective calls (building a model, a forward or
+/// backward pass, a gather). An exception there on one rank cannot be combined with the others'
+/// verdicts, as MPI_REQUIRE does: they may be waiting in a collective inside the call that this
+/// rank has left. So the rank reports it in one line and ends the whole job (MPI_Abort), which
+/// fails the test in seconds instead of hanging it. Catch's own assertion failures (not
+/// std::exception) pass through: MPI_REQUIRE raises them on every rank alike.
+template <typename F>
+decltype(auto) or_abort(F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    optimus::comm::abort_world(std::string("a collective call failed on this rank alone: ") + e.what());
+  }
+}
+
 /// Exact element-wise equality; on mismatch, this rank reports the first differing element.
 template <typename T>
 bool equal(const std::vector<T>& got, const std::vector<T>& want) {

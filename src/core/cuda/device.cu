@@ -6,9 +6,12 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstdio>
+
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/context.h"
 #include "core/cuda/check.h"
@@ -90,6 +93,19 @@ int cuda_device_count() {
     return 0;
   }
   return n;
+}
+
+std::vector<std::string> cuda_bus_ids() {
+  std::vector<std::string> ids;
+  for (int d = 0; d < cuda_device_count(); ++d) {
+    char id[32] = "";
+    if (cudaDeviceGetPCIBusId(id, sizeof id, d) != cudaSuccess) {
+      cudaGetLastError();
+      std::snprintf(id, sizeof id, "unknown-%d", d);  // distinct, so that no two GPUs look like one
+    }
+    ids.emplace_back(id);
+  }
+  return ids;
 }
 
 std::string cuda_device_report() {

@@ -14,6 +14,9 @@ bool cuda_backend_built() {
 int cuda_device_count() {
   return 0;
 }
+std::vector<std::string> cuda_bus_ids() {
+  return {};
+}
 std::string cuda_device_report() {
   return "no GPU: this build has no CUDA backend (configured with OPTIMUS_CUDA=OFF or no CUDA toolkit found)";
 }
