@@ -13,21 +13,21 @@
 #   --build-only stops after the build (what scripts/gpu_bare_dry_run runs).
 #
 # The steps, most valuable first, each with its cap (seconds), within a budget of
-# GPU_CHECK_SECONDS (default 510: the script ends within 9 minutes; each step gets the smaller of
+# GPU_CHECK_SECONDS (default 530: the script ends within 9 minutes; each step gets the smaller of
 # its cap and what is left, and a step with under 20 s left is not started):
 #   1 machine    the GPU, its compute mode, the driver, compilers, where CUDA and NCCL are    ~5
 #   2 configure  the carried packages unpacked where the machine lacks them; CMake, sm_90     ~30
 #   3 build      optimus, gpu_probe and the three gpu test programs                   cap 300
 #   4 ops        every CUDA op against the CPU op, all in one process                 cap 120
 #   5 train      optimus train/eval/bench --device cuda end to end (ctest)            cap 150
-#   6 bench      stage 1 on GPT-2 124M's shapes, ours then PyTorch eager fp32 and TF32 cap 150
+#   6 bench      stage 1 on GPT-2 124M's shapes: ours, PyTorch eager fp32, TF32  120+45+45
 #   7 ranks      the multi-rank gpu tests: stages, communicators, allocations (ctest,
 #                120 s per test)                                                   what is left
 # Each step prints its time. Results under $OUT (out/gpu_check when $OUT is unset), written as the
 # steps finish, so a run cut short still returns what it did: summary.txt, gpu.txt (the machine),
 # build.log, ops.log, train.log, bench.log, ranks.log, gpu.jsonl (the benchmark's lines for
 # bench/gpu.jsonl): eight files, what the device tool brings back. Exits non-zero if a step failed. Through the device tool:
-#   run(command="GPU_CHECK_COMMIT=<commit> bash scripts/gpu_check.sh", carry=[".device-carry"], timeout_s=560)
+#   run(command="GPU_CHECK_COMMIT=<commit> bash scripts/gpu_check.sh", carry=[".device-carry"], timeout_s=570)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/gpu_deps.sh"
@@ -49,7 +49,7 @@ if [[ $mode == prepare ]]; then
 fi
 
 start=$(date +%s)
-budget=${GPU_CHECK_SECONDS:-510}
+budget=${GPU_CHECK_SECONDS:-530}
 cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc alone obeys OMP_NUM_THREADS
 dry_run=0
 [[ $mode == dry-run ]] && dry_run=1
@@ -60,12 +60,21 @@ log() { echo "gpu_check: $*" | tee -a "$out/summary.txt"; }
 left() { echo $((budget - ($(date +%s) - start))); }
 cap() { local l; l=$(left); echo $((l < $1 ? l : $1)); }  # cap SECONDS: the smaller of it and what is left
 
-# step NAME: begins a step; done_step RC [WHAT]: ends it (0 passed, 77 skipped, else failed).
+# step NAME: begins a step; done_step RC [WHAT]: ends it (0 passed, 77 skipped, else failed). A gpu
+# test skips without a GPU: the verdict a dry run expects, and a failure on a GPU machine.
 failed=0 step_name="" step_start=0 step_number=0
 step() { step_name=$1 step_start=$(date +%s) step_number=$((step_number + 1)); }
 done_step() {
   local rc=$1 verdict=passed
-  if ((rc == 77)); then verdict=skipped; elif ((rc != 0)); then verdict="FAILED (rc $rc)" failed=1; fi
+  if ((rc == 77 && dry_run)); then
+    verdict="skipped, as it must be without a GPU"
+  elif ((rc == 77)); then
+    verdict="SKIPPED: the GPU was not usable" failed=1
+  elif ((rc != 0)); then
+    verdict="FAILED (rc $rc)" failed=1
+  elif ((dry_run)) && [[ $step_name == ops || $step_name == train || $step_name == ranks ]]; then
+    verdict="FAILED: passed without a GPU" failed=1
+  fi
   log "step $step_number $step_name: $verdict${2:+, $2} in $(($(date +%s) - step_start)) s" \
     "($(($(date +%s) - start)) s of $budget)"
   step_name=""
@@ -164,14 +173,6 @@ done_step $rc "build.log"
 ((rc == 0)) || exit 1
 if [[ $mode == build-only ]]; then log "built; stopping there (--build-only)"; exit 0; fi
 
-# A gpu test skips (77) without a GPU: that is the dry run's expected verdict, and a failure here.
-gpu_verdict() {  # gpu_verdict RC: the step's RC as the mode reads it
-  if ((dry_run)); then
-    ((${1} == 77)) && echo 0 || echo 1
-  else
-    ((${1} == 77)) && echo 1 || echo "$1"
-  fi
-}
 ctest_rc() {  # ctest_rc LOG CTEST_RC: 77 when ctest ran its tests and skipped every one
   local total skipped
   total=$(grep -oE "out of [0-9]+" "$1" | grep -oE "[0-9]+" | tail -1)
@@ -185,7 +186,7 @@ if enough 20 ops; then
   OMP_NUM_THREADS=4 timeout "$(cap 120)" "$build/tests/gpu/test_gpu_ops" >"$out/ops.log" 2>&1
   rc=$?
   tail -4 "$out/ops.log"
-  done_step "$(gpu_verdict $rc)" "$(grep -E "test cases|skipped" "$out/ops.log" | tail -1)"
+  done_step $rc "$(grep -E "test cases|skipped" "$out/ops.log" | tail -1)"
 fi
 
 # ---- 5 optimus train/eval/bench --device cuda, end to end ----------------------------------------
@@ -194,7 +195,7 @@ if enough 30 train; then
   (cd "$build" && timeout "$(cap 150)" ctest -R "^gpu: optimus train" --output-on-failure) >"$out/train.log" 2>&1
   rc=$(ctest_rc "$out/train.log" $?)
   grep -E "relative difference|refused|DIFFERENT|tests passed|tests failed" "$out/train.log" | tail -12
-  done_step "$(gpu_verdict "$rc")" "train.log"
+  done_step "$rc" "train.log"
 fi
 
 # ---- 6 stage 1 on GPT-2 124M's shapes: optimus, then PyTorch eager, in the same run ----------------
@@ -211,7 +212,7 @@ if enough 30 ranks; then
   (cd "$build" && timeout "$(left)" ctest -R "^gpu np" --output-on-failure) >"$out/ranks.log" 2>&1
   rc=$(ctest_rc "$out/ranks.log" $?)
   grep -E "Test +#|tests passed|tests failed" "$out/ranks.log" | sed 's/^ *//' | tee -a "$out/summary.txt"
-  done_step "$(gpu_verdict "$rc")" "ranks.log"
+  done_step "$rc" "ranks.log"
 fi
 
 if ((failed)); then

@@ -27,7 +27,9 @@ run_bench() {  # run_bench WHAT SECONDS COMMAND...: its JSON line(s) into $raw, 
 }
 
 gpu_check_bench() {
-  local B=${GPU_CHECK_BATCH:-8} ours theirs python=${GPU_CHECK_PYTHON:-python3}  # the python with PyTorch
+  local B=${GPU_CHECK_BATCH:-8} ours theirs python=${GPU_CHECK_PYTHON:-python3}
+  # The python with PyTorch: there the image's python3; here Debian's, where python3 lacks it.
+  if ! "$python" -c "import torch" 2>/dev/null && [[ -x /usr/bin/python3 ]]; then python=/usr/bin/python3; fi
   if ((dry_run)); then
     ours=(--device cpu --model tiny --batch 2 --steps 1 --warmup 0)
     theirs=(--device cpu --models tiny --batch 2 --steps 1 --warmup 0)
@@ -38,10 +40,10 @@ gpu_check_bench() {
   bench_rc=0
   : >"$out/bench.log"
   raw=$(mktemp)
-  OMP_NUM_THREADS=${OMP_NUM_THREADS:-4} run_bench "optimus" "$(cap 90)" "$build/optimus" bench "${ours[@]}"
-  run_bench "pytorch float32" "$(cap 40)" "$python" "$root/scripts/bench_torch.py" "${theirs[@]}"
+  OMP_NUM_THREADS=${OMP_NUM_THREADS:-8} run_bench "optimus" "$(cap 120)" "$build/optimus" bench "${ours[@]}"
+  run_bench "pytorch float32" "$(cap 45)" "$python" "$root/scripts/bench_torch.py" "${theirs[@]}"
   if ((!dry_run)); then
-    run_bench "pytorch tf32" "$(cap 40)" "$python" "$root/scripts/bench_torch.py" "${theirs[@]}" --tf32
+    run_bench "pytorch tf32" "$(cap 45)" "$python" "$root/scripts/bench_torch.py" "${theirs[@]}" --tf32
   fi
   gpu_check_table "$raw" | tee -a "$out/summary.txt"
   rm -f "$raw" "$raw.one"
