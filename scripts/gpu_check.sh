@@ -23,6 +23,8 @@
 #   6 bench      stage 1 on GPT-2 124M's shapes: ours, PyTorch eager fp32, TF32  120+45+45
 #   7 ranks      the multi-rank gpu tests: stages, communicators, allocations (ctest,
 #                120 s per test)                                                   what is left
+#   8 profile    only with GPU_CHECK_PROFILE=1: one training step's kernels timed by Nsight
+#                Compute, summed by kernel (scripts/gpu_check_profile.sh)          what is left
 # Each step prints its time. Results under $OUT (out/gpu_check when $OUT is unset), written as the
 # steps finish, so a run cut short still returns what it did: summary.txt, gpu.txt (the machine),
 # build.log, ops.log, train.log, bench.log, ranks.log, gpu.jsonl (the benchmark's lines for
@@ -192,7 +194,7 @@ fi
 # ---- 5 optimus train/eval/bench --device cuda, end to end ----------------------------------------
 if enough 30 train; then
   step train
-  (cd "$build" && timeout "$(cap 150)" ctest -R "^gpu: optimus train" --output-on-failure) >"$out/train.log" 2>&1
+  (cd "$build" && timeout "$(cap 150)" ctest -V -R "^gpu: optimus train") >"$out/train.log" 2>&1
   rc=$(ctest_rc "$out/train.log" $?)
   grep -E "relative difference|refused|DIFFERENT|tests passed|tests failed" "$out/train.log" | tail -12
   done_step "$rc" "train.log"
@@ -209,10 +211,18 @@ fi
 # ---- 7 the multi-rank gpu tests -------------------------------------------------------------------
 if enough 30 ranks; then
   step ranks
-  (cd "$build" && timeout "$(left)" ctest -R "^gpu np" --output-on-failure) >"$out/ranks.log" 2>&1
+  (cd "$build" && timeout "$(left)" ctest -V -R "^gpu np") >"$out/ranks.log" 2>&1
   rc=$(ctest_rc "$out/ranks.log" $?)
   grep -E "Test +#|tests passed|tests failed" "$out/ranks.log" | sed 's/^ *//' | tee -a "$out/summary.txt"
   done_step "$rc" "ranks.log"
+fi
+
+# ---- 8 (GPU_CHECK_PROFILE=1) where one training step's GPU time goes, kernel by kernel ------------
+if [[ ${GPU_CHECK_PROFILE:-0} == 1 ]] && ((!dry_run)) && enough 60 profile; then
+  step profile
+  source "$root/scripts/gpu_check_profile.sh"
+  gpu_check_profile
+  done_step $profile_rc "profile.txt"
 fi
 
 if ((failed)); then
