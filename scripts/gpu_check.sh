@@ -222,7 +222,7 @@ if [[ ${GPU_CHECK_PROFILE:-0} == 1 ]] && ((!dry_run)) && enough 60 profile; then
   step profile
   source "$root/scripts/gpu_check_profile.sh"
   gpu_check_profile
-  done_step $profile_rc "profile.txt"
+  done_step $profile_rc "bench.log"
 fi
 
 if ((failed)); then

@@ -2,8 +2,9 @@
 # log, left, $out and $build): where one training step of stage 1 at GPT-2 124M's shapes spends its
 # GPU time. Nsight Compute (ncu) times every kernel of `optimus bench --steps 1 --warmup 0` with one
 # metric, gpu__time_duration (one pass per kernel, the clocks left as they are); the step's kernels
-# are those from the first embedding lookup to the AdamW update. Writes profile.txt under $out: the
-# kernel time summed by kernel, against the step's wall time in the same run; sets profile_rc.
+# are those from the first embedding lookup to the AdamW update. Appends to bench.log under $out,
+# and prints for summary.txt, the kernel time summed by kernel, against the step's wall time in the
+# same run; sets profile_rc.
 
 gpu_check_profile() {
   local ncu csv B=${GPU_CHECK_BATCH:-8}
@@ -13,9 +14,9 @@ gpu_check_profile() {
   csv=$(mktemp)
   OMP_NUM_THREADS=8 timeout "$(left)" "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
     --print-units base "$build/optimus" bench --device cuda --model gpt2 --batch "$B" --steps 1 --warmup 0 \
-    >"$csv" 2>"$out/profile.txt"
+    >"$csv" 2>>"$out/bench.log"
   profile_rc=$?
-  python3 - "$csv" "$B" <<'PY' >>"$out/profile.txt" 2>&1 || profile_rc=1
+  python3 - "$csv" "$B" <<'PY' >"$csv.table" 2>&1 || profile_rc=1
 import csv, json, re, sys
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
 head, rows = rows[0], rows[1:]
@@ -42,6 +43,6 @@ print(f"{'kernel':60} {'launches':>8} {'ms':>8} {'share':>6}")
 for s, (c, ns) in sorted(total.items(), key=lambda kv: -kv[1][1])[:25]:
     print(f"{s[:60]:60} {c:>8} {ns / 1e6:>8.2f} {100 * ns / 1e6 / busy:>5.1f}%")
 PY
-  tail -28 "$out/profile.txt"
-  rm -f "$csv"
+  tee -a "$out/bench.log" <"$csv.table" | tee -a "$out/summary.txt"
+  rm -f "$csv" "$csv.table"
 }
