@@ -89,7 +89,7 @@ enough() {  # enough SECONDS: whether a step needing at least that long may star
 
 # ---- 1 the machine ------------------------------------------------------------------------------
 step machine
-if [[ -d /usr/local/cuda/bin ]]; then export PATH=$PATH:/usr/local/cuda/bin; fi
+if [[ -d /usr/local/cuda/bin ]]; then export PATH=$PATH:/usr/local/cuda/bin; fi  # for step 1's nvcc line
 commit=${GPU_CHECK_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 {
   if command -v nvidia-smi >/dev/null 2>&1; then
@@ -112,40 +112,14 @@ done_step 0 "$(head -1 "$out/gpu.txt")"
 
 # ---- 2 configure ----------------------------------------------------------------------------------
 step configure
-gpu_cmake_args=()
-# GPU_CHECK_CARRIED=1 uses the carried packages even where the machine has its own (a dry run of a
-# bare machine); GPU_CHECK_DEBS names their folder.
-if ((dry_run)) || { [[ ${GPU_CHECK_CARRIED:-0} != 1 && -f /usr/include/Random123/philox.h && -f /usr/include/pcre2.h ]] &&
-  command -v mpicxx >/dev/null && command -v pkg-config >/dev/null; }; then
-  log "dependencies: the machine's own"
-elif gpu_deps_use "${GPU_CHECK_DEBS:-$root/.device-carry/debs}" /tmp/optimus-deps; then
-  log "dependencies: the carried packages, unpacked in /tmp/optimus-deps"
-else
+said=$(mktemp)
+gpu_env "$root" "$dry_run" >"$said"
+rc=$?
+tee -a "$out/summary.txt" <"$said"
+rm -f "$said"
+if ((rc != 0)); then
   done_step 1 "dependencies missing and no packages carried: run scripts/gpu_check.sh --prepare here and carry .device-carry"
   exit 1
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-# Shared memory without the kernel's single-copy mechanism (CMA), which a virtual machine may refuse;
-# NCCL says what goes wrong, if anything does.
-export OMPI_MCA_btl_vader_single_copy_mechanism=none NCCL_DEBUG=${NCCL_DEBUG:-WARN}
-# NCCL: the CUDA toolkit's copy, else the one in Python's nvidia-nccl wheel (linked under /tmp,
-# since the wheel has only libnccl.so.2 and FindNCCL looks for libnccl.so).
-if [[ ! -f /usr/local/cuda/include/nccl.h ]]; then
-  wheel=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null || true)
-  if [[ -z $wheel || ! -f $wheel/include/nccl.h ]]; then  # another layout: look for the header
-    header=$(timeout 20 find /usr /opt /root -name nccl.h -path "*nccl/include/*" 2>/dev/null | head -1)
-    wheel=${header%/include/nccl.h}
-  fi
-  if [[ -n $wheel && -f $wheel/include/nccl.h ]]; then
-    mkdir -p /tmp/optimus-nccl/lib
-    ln -sfn "$wheel/include" /tmp/optimus-nccl/include
-    ln -sf "$wheel/lib/libnccl.so.2" /tmp/optimus-nccl/lib/libnccl.so
-    ln -sf "$wheel/lib/libnccl.so.2" /tmp/optimus-nccl/lib/libnccl.so.2
-    export NCCL_ROOT=/tmp/optimus-nccl LD_LIBRARY_PATH=/tmp/optimus-nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    log "NCCL: from $wheel"
-  else
-    log "NCCL: not in /usr/local/cuda nor in Python's nvidia.nccl; the CUDA backend will not configure"
-  fi
 fi
 build=${GPU_CHECK_BUILD_DIR:-$root/build-gpu}
 generator=()

@@ -60,3 +60,43 @@ gpu_deps_use() {
                   "-DPKG_CONFIG_EXECUTABLE=$deps/usr/bin/pkgconf"
                   "-DMPI_CXX_COMPILER=$deps/usr/bin/mpicxx.openmpi" "-DMPIEXEC_EXECUTABLE=$deps/usr/bin/mpiexec.openmpi")
 }
+
+# gpu_env ROOT OWN: the environment of a build and its runs on this machine. Its own packages when
+# OWN is 1 or it has them all (unless GPU_CHECK_CARRIED=1: a dry run of a bare machine), else the
+# carried ones (GPU_CHECK_DEBS, default ROOT/.device-carry/debs); NCCL from the CUDA toolkit, else
+# from Python's nvidia-nccl wheel; MPI allowed as root and oversubscribed. Sets gpu_cmake_args, prints
+# what it chose, and returns 1 when packages are missing and none are carried.
+gpu_env() {
+  local root=$1 own=$2 wheel header
+  gpu_cmake_args=()
+  if ((own)) || { [[ ${GPU_CHECK_CARRIED:-0} != 1 && -f /usr/include/Random123/philox.h && -f /usr/include/pcre2.h ]] &&
+    command -v mpicxx >/dev/null && command -v pkg-config >/dev/null; }; then
+    echo "gpu_check: dependencies: the machine's own"
+  elif gpu_deps_use "${GPU_CHECK_DEBS:-$root/.device-carry/debs}" /tmp/optimus-deps; then
+    echo "gpu_check: dependencies: the carried packages, unpacked in /tmp/optimus-deps"
+  else
+    return 1
+  fi
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  # Shared memory without the kernel's single-copy mechanism (CMA), which a virtual machine may
+  # refuse; NCCL says what goes wrong, if anything does.
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+  [[ -d /usr/local/cuda/bin ]] && export PATH=$PATH:/usr/local/cuda/bin
+  [[ -f /usr/local/cuda/include/nccl.h ]] && return 0
+  # The wheel has only libnccl.so.2 and FindNCCL looks for libnccl.so: link both under /tmp.
+  wheel=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null || true)
+  if [[ -z $wheel || ! -f $wheel/include/nccl.h ]]; then  # another layout: look for the header
+    header=$(timeout 20 find /usr /opt /root -name nccl.h -path "*nccl/include/*" 2>/dev/null | head -1)
+    wheel=${header%/include/nccl.h}
+  fi
+  if [[ -n $wheel && -f $wheel/include/nccl.h ]]; then
+    mkdir -p /tmp/optimus-nccl/lib
+    ln -sfn "$wheel/include" /tmp/optimus-nccl/include
+    ln -sf "$wheel/lib/libnccl.so.2" /tmp/optimus-nccl/lib/libnccl.so
+    ln -sf "$wheel/lib/libnccl.so.2" /tmp/optimus-nccl/lib/libnccl.so.2
+    export NCCL_ROOT=/tmp/optimus-nccl LD_LIBRARY_PATH=/tmp/optimus-nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    echo "gpu_check: NCCL: from $wheel"
+  else
+    echo "gpu_check: NCCL: not in /usr/local/cuda nor in Python's nvidia.nccl; the CUDA backend will not configure"
+  fi
+}

@@ -253,7 +253,8 @@ TEST_CASE("residual, scale and zero equal the CPU past the grid-stride limit", "
 }
 
 TEST_CASE("sum_squares and sum give the CPU's double bit for bit", "[gpu][elementwise]") {
-  for (int64_t n : {int64_t{0}, int64_t{5}, int64_t{16384}, int64_t{100003}}) {
+  // Empty, one short chunk, one whole chunk, a partial last chunk, chunks over several blocks of warps.
+  for (int64_t n : {int64_t{0}, int64_t{5}, int64_t{16384}, int64_t{100003}, int64_t{20 * 16384 + 3}}) {
     INFO("n " << n);
     const auto x = random_normal(n, 46, 3.0f);
     double sq_cpu = -1.0, sq_gpu = -2.0, s_cpu = -1.0, s_gpu = -2.0;

@@ -48,22 +48,35 @@ __global__ void scale_kernel(float* x, float s, int64_t n) {
   for (int64_t k = grid_first(); k < n; k += grid_stride()) x[k] *= s;
 }
 
-// partial[c] = Σ_{k in chunk c} x[k] (or x[k]²), in double, in order: one thread per chunk, as one
-// OpenMP iteration is on the CPU. (float · float is exact in double, so a fused multiply-add
-// rounds the same as the CPU's multiply, then add.)
+// partial[c] = Σ_{k in chunk c} x[k] (or x[k]²), in double, in index order, as one OpenMP iteration
+// is on the CPU. (float · float is exact in double, so a fused multiply-add rounds the same as the
+// CPU's multiply, then add.) One warp per chunk: its 32 lanes stage the chunk through shared memory
+// kTile floats at a time, reading neighbouring addresses together, and lane 0 adds them in order.
+// (One thread walking its chunk alone left the GPU waiting on one load at a time.)
 constexpr int64_t kChunk = 1 << 14;
+constexpr int kWarpsPerBlock = kBlock / 32, kTile = 256;
 
 template <bool kSquare>
 __global__ void chunk_sums_kernel(double* partial, const float* x, int64_t n, int64_t chunks) {
-  for (int64_t c = grid_first(); c < chunks; c += grid_stride()) {
-    const int64_t end = c * kChunk + kChunk < n ? c * kChunk + kChunk : n;
-    double s = 0.0;
-    for (int64_t k = c * kChunk; k < end; ++k) {
-      const double v = x[k];
-      s += kSquare ? v * v : v;
+  __shared__ float tile[kWarpsPerBlock][kTile];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t c = int64_t{blockIdx.x} * kWarpsPerBlock + warp;
+  if (c >= chunks) return;  // the whole warp: it meets only __syncwarp below
+  const int64_t begin = c * kChunk, end = begin + kChunk < n ? begin + kChunk : n;
+  double s = 0.0;
+  for (int64_t base = begin; base < end; base += kTile) {
+    const int m = end - base < kTile ? static_cast<int>(end - base) : kTile;
+    for (int k = lane; k < m; k += 32) tile[warp][k] = x[base + k];
+    __syncwarp();
+    if (lane == 0) {
+      for (int k = 0; k < m; ++k) {
+        const double v = tile[warp][k];
+        s += kSquare ? v * v : v;
+      }
     }
-    partial[c] = s;
+    __syncwarp();  // the tile is read before the next one overwrites it
   }
+  if (lane == 0) partial[c] = s;
 }
 
 // *total = Σ_c partial[c] in order, by one thread.
@@ -80,7 +93,8 @@ void sum_to_host(const Context& ctx, double* out, const float* x, int64_t n) {
   double* partial = scratch.as<double>();
   double* total = partial + chunks;
   if (chunks > 0) {
-    chunk_sums_kernel<kSquare><<<blocks_for(chunks), kBlock, 0, stream_of(ctx)>>>(partial, x, n, chunks);
+    const auto blocks = static_cast<unsigned>((chunks + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    chunk_sums_kernel<kSquare><<<blocks, kBlock, 0, stream_of(ctx)>>>(partial, x, n, chunks);
     OPTIMUS_CUDA_LAUNCH_CHECK();
   }
   sum_in_order_kernel<<<1, 1, 0, stream_of(ctx)>>>(total, partial, chunks);
