@@ -10,11 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
+#include <utility>
 
 #include "core/errors.h"
 #include "model/file_io.h"
-#include "model/json_text.h"
 
 namespace optimus::text {
 
@@ -24,7 +23,12 @@ namespace {
 
 constexpr std::string_view kEndOfText = "<|endoftext|>";
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-constexpr size_t kCacheEntries = size_t{1} << 20;          // words remembered before the cache starts anew
+// Words remembered: those up to kCachedWordBytes (longer ones are rare, and would make the cache as
+// large as the text), until about kCacheBytes are held, when the cache starts anew.
+constexpr size_t kCachedWordBytes = 256;
+constexpr size_t kCacheBytes = size_t{64} << 20;
+constexpr size_t kCacheEntryBytes = 96;      // roughly: a hash node, its two headers and its bucket
+constexpr size_t kMaxWordBytes = INT32_MAX;  // text/bpe_merges.h counts a word's positions in int32
 
 // GPT-2's pre-tokenizer: contractions, an optional space before letters, digits or other symbols,
 // whitespace not followed by a non-space (so a run gives its last space to the next word), whitespace.
@@ -102,6 +106,47 @@ size_t valid_sequence(std::string_view s, size_t i, size_t& bad) {
   return len;
 }
 
+// vocab.json read in one pass as a stream of JSON events, straight into (token, id) pairs (-1 for an
+// id that is not an integer): no document is built, and a flat object is all it accepts.
+struct VocabReader : nlohmann::json_sax<nlohmann::json> {
+  explicit VocabReader(std::string path) : path(std::move(path)) {}
+  [[noreturn]] void refuse() const {
+    throw ConfigError("the tokenizer's vocabulary " + path + " must be a JSON object of token: id; fix it");
+  }
+  bool id(int64_t value) {
+    if (depth != 1) refuse();
+    entries.emplace_back(std::move(token), value);
+    return true;
+  }
+  bool number_integer(number_integer_t v) override { return id(v); }
+  bool number_unsigned(number_unsigned_t v) override { return id(v > INT64_MAX ? -1 : static_cast<int64_t>(v)); }
+  bool number_float(number_float_t, const string_t&) override { return id(-1); }
+  bool null() override { return id(-1); }
+  bool boolean(bool) override { return id(-1); }
+  bool string(string_t&) override { return id(-1); }
+  bool binary(binary_t&) override { return id(-1); }
+  bool start_object(std::size_t) override {
+    if (depth++ != 0) refuse();
+    return true;
+  }
+  bool key(string_t& k) override {
+    token = std::move(k);
+    return true;
+  }
+  bool end_object() override { return --depth, true; }
+  bool start_array(std::size_t) override { refuse(); }
+  bool end_array() override { refuse(); }
+  bool parse_error(std::size_t byte, const std::string&, const nlohmann::detail::exception&) override {
+    throw ConfigError("the tokenizer's vocabulary " + path + " is not valid JSON (parse error near byte " +
+                      std::to_string(byte) + "); fix it");
+  }
+
+  std::string path;
+  std::vector<std::pair<std::string, int64_t>> entries;
+  std::string token;  // the key just read
+  int depth = 0;
+};
+
 }  // namespace
 
 std::string valid_utf8(std::string_view bytes) {
@@ -123,8 +168,6 @@ std::string valid_utf8(std::string_view bytes) {
 
 Tokenizer Tokenizer::load(const std::string& dir) {
   namespace fs = std::filesystem;
-  const std::string vocab_path = (fs::path(dir) / "vocab.json").string();
-  const std::string merges_path = (fs::path(dir) / "merges.txt").string();
   for (const char* file : kFiles) {
     std::error_code ec;
     if (!fs::is_regular_file(fs::path(dir) / file, ec)) {
@@ -135,48 +178,62 @@ Tokenizer Tokenizer::load(const std::string& dir) {
   Tokenizer t;
   t.char_of_byte_ = bytes_to_unicode();
   for (int b = 0; b < 256; ++b) t.byte_of_char_[t.char_of_byte_[b]] = static_cast<unsigned char>(b);
+  t.read_vocab((fs::path(dir) / "vocab.json").string());
+  t.read_merges((fs::path(dir) / "merges.txt").string());
+  return t;
+}
 
-  const nlohmann::ordered_json vocab =
-      model::parse_json(model::read_whole_file(vocab_path, "the tokenizer's vocabulary", 64 << 20), vocab_path);
-  if (!vocab.is_object() || vocab.empty()) {
-    throw ConfigError("the tokenizer's vocabulary " + vocab_path + " must be a JSON object of token: id; fix it");
-  }
-  t.token_of_id_.assign(vocab.size(), std::string());
+void Tokenizer::read_vocab(const std::string& path) {
+  VocabReader reader(path);
+  const std::string text = model::read_whole_file(path, "the tokenizer's vocabulary", 64 << 20);
+  nlohmann::json::sax_parse(text, &reader);
+  std::vector<std::pair<std::string, int64_t>>& vocab = reader.entries;
+  if (vocab.empty()) reader.refuse();
+  token_of_id_.assign(vocab.size(), std::string());
+  id_of_token_.reserve(vocab.size());
   std::vector<bool> seen(vocab.size(), false);
-  for (const auto& [token, id] : vocab.items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= static_cast<int64_t>(vocab.size()) ||
-        seen[id.get<size_t>()]) {
-      throw ConfigError("the tokenizer's vocabulary " + vocab_path + " gives '" + token.substr(0, 40) +
+  for (auto& [token, id] : vocab) {
+    if (id < 0 || id >= static_cast<int64_t>(vocab.size()) || seen[static_cast<size_t>(id)]) {
+      throw ConfigError("the tokenizer's vocabulary " + path + " gives '" + token.substr(0, 40) +
                         "' a bad id; its ids must be 0 to " + std::to_string(vocab.size() - 1) + ", each once");
     }
-    seen[id.get<size_t>()] = true;
-    t.token_of_id_[id.get<size_t>()] = token;
-    t.id_of_token_[token] = id.get<int>();
+    seen[static_cast<size_t>(id)] = true;
+    if (!id_of_token_.emplace(token, static_cast<int>(id)).second) {
+      throw ConfigError("the tokenizer's vocabulary " + path + " has the token '" + token.substr(0, 40) +
+                        "' twice; fix it");
+    }
+    token_of_id_[static_cast<size_t>(id)] = std::move(token);
   }
   for (int b = 0; b < 256; ++b) {
-    if (!t.id_of_token_.count(t.char_of_byte_[b])) {
-      throw ConfigError("the tokenizer's vocabulary " + vocab_path + " lacks the character of byte " +
-                        std::to_string(b) + "; a byte-level BPE vocabulary holds all 256");
+    const auto it = id_of_token_.find(char_of_byte_[b]);
+    if (it == id_of_token_.end()) {
+      throw ConfigError("the tokenizer's vocabulary " + path + " lacks the character of byte " + std::to_string(b) +
+                        "; a byte-level BPE vocabulary holds all 256");
     }
+    id_of_byte_[b] = it->second;
   }
-  if (auto it = t.id_of_token_.find(std::string(kEndOfText)); it != t.id_of_token_.end()) t.end_of_text_ = it->second;
+  if (auto it = id_of_token_.find(std::string(kEndOfText)); it != id_of_token_.end()) end_of_text_ = it->second;
+}
 
-  std::ifstream merges(merges_path);
-  if (!merges) throw ConfigError("cannot read the tokenizer's merges " + merges_path + "; check the path");
+void Tokenizer::read_merges(const std::string& path) {
+  std::ifstream merges(path);
+  if (!merges) throw ConfigError("cannot read the tokenizer's merges " + path + "; check the path");
+  const auto id = [&](const std::string& token) {
+    const auto it = id_of_token_.find(token);
+    return it == id_of_token_.end() ? -1 : it->second;
+  };
   std::string line;
-  int rank = 0, line_number = 0;
-  while (std::getline(merges, line)) {
-    ++line_number;
+  for (int line_number = 1; std::getline(merges, line); ++line_number) {
     if (line.empty() || (line_number == 1 && line.rfind("#version", 0) == 0)) continue;
     const size_t space = line.find(' ');
     const std::string a = line.substr(0, space), b = space == std::string::npos ? "" : line.substr(space + 1);
-    if (a.empty() || b.empty() || b.find(' ') != std::string::npos || !t.id_of_token_.count(a + b)) {
-      throw ConfigError("the tokenizer's merges " + merges_path + " line " + std::to_string(line_number) +
-                        " is not two tokens whose join is in the vocabulary; fix it");
+    const int id_a = id(a), id_b = id(b), id_ab = id(a + b);
+    if (a.empty() || b.empty() || b.find(' ') != std::string::npos || id_a < 0 || id_b < 0 || id_ab < 0) {
+      throw ConfigError("the tokenizer's merges " + path + " line " + std::to_string(line_number) +
+                        " is not two tokens of the vocabulary whose join is in it too; fix it");
     }
-    t.merge_rank_.emplace(line, rank++);
+    merges_.add(id_a, id_b, id_ab);
   }
-  return t;
 }
 
 std::vector<int> Tokenizer::encode(std::string_view raw) const {
@@ -203,38 +260,31 @@ void Tokenizer::encode_piece(std::string_view piece, std::vector<int>& out) cons
     const int rc = pcre2_match(code, subject, piece.size(), at, PCRE2_NO_UTF_CHECK, match.get(), nullptr);
     const PCRE2_SIZE* span = pcre2_get_ovector_pointer(match.get());
     if (rc < 0 || span[0] != at || span[1] <= at) throw std::logic_error("the pre-tokenizer skipped a character");
-    const std::vector<int>& ids = encode_word(std::string(piece.substr(at, span[1] - at)));
-    out.insert(out.end(), ids.begin(), ids.end());
+    encode_word(piece.substr(at, span[1] - at), out);
     at = span[1];
   }
 }
 
-const std::vector<int>& Tokenizer::encode_word(const std::string& word) const {
-  if (auto it = cache_.find(word); it != cache_.end()) return it->second;
-  std::vector<std::string> symbols;
-  for (unsigned char b : word) symbols.push_back(char_of_byte_[b]);
-  while (symbols.size() > 1) {
-    // The pair with the lowest rank is merged, every occurrence of it, left to right.
-    int best = INT_MAX;
-    size_t at = 0;
-    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-      const auto it = merge_rank_.find(symbols[i] + " " + symbols[i + 1]);
-      if (it != merge_rank_.end() && it->second < best) best = it->second, at = i;
-    }
-    if (best == INT_MAX) break;
-    const std::string a = symbols[at], b = symbols[at + 1];
-    std::vector<std::string> merged;
-    for (size_t i = 0; i < symbols.size();) {
-      const bool pair = i + 1 < symbols.size() && symbols[i] == a && symbols[i + 1] == b;
-      merged.push_back(pair ? a + b : symbols[i]);
-      i += pair ? 2 : 1;
-    }
-    symbols.swap(merged);
+void Tokenizer::encode_word(std::string_view word, std::vector<int>& out) const {
+  if (word.size() > kMaxWordBytes) {
+    throw ConfigError("the text has a run of " + std::to_string(word.size()) + " bytes without a space or a change " +
+                      "between letters, digits and symbols; the tokenizer takes runs up to 2 GiB, so split it");
   }
-  std::vector<int> ids;
-  for (const std::string& s : symbols) ids.push_back(id_of_token_.at(s));
-  if (cache_.size() >= kCacheEntries) cache_.clear();
-  return cache_.emplace(word, std::move(ids)).first->second;
+  const bool cached = word.size() <= kCachedWordBytes;
+  if (cached) {
+    if (auto it = cache_.find(std::string(word)); it != cache_.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  std::vector<int> symbols(word.size());
+  for (size_t i = 0; i < word.size(); ++i) symbols[i] = id_of_byte_[static_cast<unsigned char>(word[i])];
+  const std::vector<int> ids = merges_.apply(symbols);
+  out.insert(out.end(), ids.begin(), ids.end());
+  if (!cached) return;
+  if (cache_bytes_ > kCacheBytes) cache_.clear(), cache_bytes_ = 0;
+  cache_bytes_ += kCacheEntryBytes + word.size() + ids.size() * sizeof(int);
+  cache_.emplace(word, ids);
 }
 
 std::string Tokenizer::decode(const std::vector<int>& ids) const {

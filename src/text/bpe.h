@@ -7,7 +7,8 @@
 //      contractions, an optional space and letters, or digits, or other symbols, and whitespace runs;
 //   4. each pre-token's bytes become characters (bytes_to_unicode: printable bytes stand for
 //      themselves, the others for U+0100 onwards, so no byte is a space or a control character) and
-//      the merges are applied, lowest rank first, until none applies; the symbols left are the ids.
+//      the merges are applied, lowest rank first, until none applies; the symbols left are the ids
+//      (text/bpe_merges.h: O(n log n) in a pre-token's length; short pre-tokens are remembered).
 // The ids equal transformers' GPT2Tokenizer's on the same files (tests/interop/check_bpe_ids.py).
 #pragma once
 
@@ -17,6 +18,8 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "text/bpe_merges.h"
 
 namespace optimus::text {
 
@@ -43,16 +46,20 @@ class Tokenizer {
   static constexpr std::array<const char*, 2> kFiles = {"vocab.json", "merges.txt"};
 
  private:
+  void read_vocab(const std::string& path);                                // vocab.json
+  void read_merges(const std::string& path);                               // merges.txt, after the vocabulary
   void encode_piece(std::string_view piece, std::vector<int>& out) const;  // steps 3 and 4
-  const std::vector<int>& encode_word(const std::string& word) const;      // step 4, cached
+  void encode_word(std::string_view word, std::vector<int>& out) const;    // step 4, short words cached
 
   std::unordered_map<std::string, int> id_of_token_;
   std::vector<std::string> token_of_id_;
-  std::unordered_map<std::string, int> merge_rank_;  // "a b" -> its line among the merges
-  std::array<std::string, 256> char_of_byte_;        // bytes_to_unicode, as UTF-8
+  Merges merges_;
+  std::array<std::string, 256> char_of_byte_;  // bytes_to_unicode, as UTF-8
+  std::array<int, 256> id_of_byte_{};          // the id of each byte's character
   std::unordered_map<std::string, unsigned char> byte_of_char_;
   std::optional<int> end_of_text_;
-  mutable std::unordered_map<std::string, std::vector<int>> cache_;
+  mutable std::unordered_map<std::string, std::vector<int>> cache_;  // word -> ids, for short words
+  mutable size_t cache_bytes_ = 0;                                   // about what cache_ holds, in bytes
 };
 
 }  // namespace optimus::text

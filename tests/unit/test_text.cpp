@@ -12,57 +12,19 @@
 #include "core/errors.h"
 #include "text/bpe.h"
 #include "text/token_file.h"
+#include "unit/bpe_files.h"
 
 using namespace optimus;
 
 namespace {
 
-// A fresh folder under the system's temporary directory, removed at the end of the test.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char name[] = "/tmp/optimus_text_XXXXXX";
-    path = mkdtemp(name);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
-
-// GPT-2's byte characters, written out from the rule: '!'..'~', '¡'..'¬', '®'..'ÿ' are themselves,
-// the remaining bytes in order are U+0100, U+0101, ... (so the space, byte 32, is U+0120 'Ġ').
-std::string byte_char(int b) {
-  int cp = b, next = 256;
-  for (int x = 0; x <= b; ++x) {
-    const bool printable = (x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174;
-    if (!printable) {
-      if (x == b) cp = next;
-      ++next;
-    }
-  }
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
+using test::TempDir;
 
 // vocab.json: the 256 byte characters (id = byte), then "he" 256, "Ġt" 257, "Ġthe" 258, "the" 259,
 // "<|endoftext|>" 260; merges by rank: "h e", "Ġ t", "Ġt he", "t he".
 void write_small_tokenizer(const std::filesystem::path& dir) {
-  const std::string G = byte_char(' ');
-  std::ofstream vocab(dir / "vocab.json");
-  vocab << "{";
-  for (int b = 0; b < 256; ++b) {
-    std::string c = byte_char(b);
-    if (c == "\"" || c == "\\") c = "\\" + c;
-    vocab << "\"" << c << "\": " << b << ", ";
-  }
-  vocab << "\"he\": 256, \"" << G << "t\": 257, \"" << G << "the\": 258, \"the\": 259, \"<|endoftext|>\": 260}";
-  vocab.close();
-  std::ofstream merges(dir / "merges.txt");
-  merges << "#version: 0.2\nh e\n" << G << " t\n" << G << "t he\nt he\n";
+  const std::string G = test::byte_char(' ');
+  test::write_tokenizer(dir, {{"h", "e"}, {G, "t"}, {G + "t", "he"}, {"t", "he"}});
 }
 
 }  // namespace
@@ -118,6 +80,28 @@ TEST_CASE("bpe: a vocabulary without every byte, or a merge of unknown tokens, i
   CHECK_THROWS_AS(text::Tokenizer::load(dir.path.string()), core::ConfigError);
   std::ofstream(dir.path / "vocab.json") << "{\"a\": 0}";
   CHECK_THROWS_AS(text::Tokenizer::load(dir.path.string()), core::ConfigError);
+}
+
+TEST_CASE("bpe: a vocabulary that is not one flat object of token: id, each once, is refused", "[text]") {
+  TempDir dir;
+  write_small_tokenizer(dir.path);
+  const auto refusal = [&](const std::string& vocab) {
+    std::ofstream(dir.path / "vocab.json") << vocab;
+    try {
+      text::Tokenizer::load(dir.path.string());
+    } catch (const core::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK_THAT(refusal("[0, 1]"), Catch::Contains("must be a JSON object of token: id"));
+  CHECK_THAT(refusal("{\"a\": {\"b\": 0}}"), Catch::Contains("must be a JSON object of token: id"));
+  CHECK_THAT(refusal("{\"a\": [0]}"), Catch::Contains("must be a JSON object of token: id"));
+  CHECK_THAT(refusal("{}"), Catch::Contains("must be a JSON object of token: id"));
+  CHECK_THAT(refusal("{\"a\": 0, \"b\": 1.5}"), Catch::Contains("gives 'b' a bad id; its ids must be 0 to 1"));
+  CHECK_THAT(refusal("{\"a\": 0, \"b\": 0}"), Catch::Contains("gives 'b' a bad id"));
+  CHECK_THAT(refusal("{\"a\": 0, \"a\": 1}"), Catch::Contains("has the token 'a' twice"));
+  CHECK_THAT(refusal("{\"a\": 0,"), Catch::Contains("is not valid JSON (parse error near byte"));
 }
 
 TEST_CASE("token files: ids round-trip in 2 or 4 bytes; damage is refused", "[text]") {
