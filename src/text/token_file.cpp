@@ -3,10 +3,9 @@
 
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 
 #include "core/errors.h"
+#include "model/file_io.h"
 
 namespace optimus::text {
 
@@ -43,6 +42,8 @@ TokenFileHeader read_token_file_header(const unsigned char* data, size_t size, c
   h.tokens = field<uint64_t>(data, 16);
   h.text_bytes = field<uint64_t>(data, 24);
   h.vocab_size = field<uint32_t>(data, 32);
+  h.merges = field<uint32_t>(data, 36);
+  h.tokenizer_fingerprint = field<uint64_t>(data, 40);
   if (h.bytes_per_token != 2 && h.bytes_per_token != 4) {
     throw bad("has " + std::to_string(h.bytes_per_token) + " bytes per token, not 2 or 4");
   }
@@ -57,37 +58,37 @@ TokenFileHeader read_token_file_header(const unsigned char* data, size_t size, c
   return h;
 }
 
-void write_token_file(const std::string& path, const std::vector<uint32_t>& ids, size_t from, size_t count,
-                      uint64_t text_bytes, uint32_t vocab_size) {
-  const uint32_t width = vocab_size <= 65536 ? 2 : 4;
+void write_token_file(std::FILE* f, const std::string& path, const std::vector<uint32_t>& ids, size_t from,
+                      size_t count, TokenFileHeader h) {
+  h.bytes_per_token = h.vocab_size <= 65536 ? 2 : 4;
+  h.tokens = count;
   std::vector<unsigned char> header(kTokenFileHeaderBytes, 0);
   std::memcpy(header.data(), kTokenFileMagic, sizeof kTokenFileMagic);
   put<uint32_t>(header, 8, 1);
-  put<uint32_t>(header, 12, width);
-  put<uint64_t>(header, 16, count);
-  put<uint64_t>(header, 24, text_bytes);
-  put<uint32_t>(header, 32, vocab_size);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
-    std::vector<unsigned char> block;
-    for (size_t i = from; i < from + count; ++i) {
-      const uint32_t id = ids[i];
-      for (uint32_t k = 0; k < width; ++k) block.push_back(static_cast<unsigned char>(id >> (8 * k)));
-      if (block.size() >= (1 << 20) || i + 1 == from + count) {
-        out.write(reinterpret_cast<const char*>(block.data()), static_cast<std::streamsize>(block.size()));
-        block.clear();
-      }
-    }
-    if (!out.flush()) {
-      std::remove(tmp.c_str());
-      throw ConfigError("cannot write the token file '" + path + "'; check the folder and free space");
+  put<uint32_t>(header, 12, h.bytes_per_token);
+  put<uint64_t>(header, 16, h.tokens);
+  put<uint64_t>(header, 24, h.text_bytes);
+  put<uint32_t>(header, 32, h.vocab_size);
+  put<uint32_t>(header, 36, h.merges);
+  put<uint64_t>(header, 40, h.tokenizer_fingerprint);
+  model::write_bytes(f, header.data(), header.size(), path);
+  std::vector<unsigned char> block;
+  for (size_t i = from; i < from + count; ++i) {
+    const uint32_t id = ids[i];
+    for (uint32_t k = 0; k < h.bytes_per_token; ++k) block.push_back(static_cast<unsigned char>(id >> (8 * k)));
+    if (block.size() >= (1 << 20) || i + 1 == from + count) {
+      model::write_bytes(f, block.data(), block.size(), path);
+      block.clear();
     }
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw ConfigError("cannot write the token file '" + path + "' (" + ec.message() + ")");
+}
+
+void write_token_file(const std::string& path, const std::vector<uint32_t>& ids, size_t from, size_t count,
+                      uint64_t text_bytes, uint32_t vocab_size) {
+  TokenFileHeader h;
+  h.text_bytes = text_bytes;
+  h.vocab_size = vocab_size;
+  model::write_atomically(path, [&](std::FILE* f) { write_token_file(f, path, ids, from, count, h); });
 }
 
 }  // namespace optimus::text

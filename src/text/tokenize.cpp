@@ -8,8 +8,10 @@
 
 #include "core/errors.h"
 #include "model/file_io.h"
+#include "model/staged_files.h"
 #include "text/bpe.h"
 #include "text/token_file.h"
+#include "text/tokenizer_folder.h"
 
 namespace optimus::text {
 
@@ -40,13 +42,39 @@ std::string seconds_since(std::chrono::steady_clock::time_point start) {
   return s;
 }
 
-// Writes ids[from, from + count) to path, credited with text_bytes in proportion to its share of
-// all `total` ids (for bits per byte); returns "PATH (N tokens)".
-std::string write_part(const std::string& path, const std::vector<uint32_t>& ids, size_t from, size_t count,
-                       uint64_t text_bytes, uint32_t vocab) {
+// Stages ids[from, from + count) as the token file `name`, credited with text_bytes in proportion
+// to its share of all the ids (for bits per byte); returns "PATH (N tokens)".
+std::string stage_part(model::StagedFiles& out, const std::string& name, const std::vector<uint32_t>& ids, size_t from,
+                       size_t count, uint64_t text_bytes, const TokenizerFiles& tokenizer) {
   const double share = static_cast<double>(count) / static_cast<double>(ids.size());
-  write_token_file(path, ids, from, count, static_cast<uint64_t>(std::llround(share * text_bytes)), vocab);
+  TokenFileHeader h;
+  h.text_bytes = static_cast<uint64_t>(std::llround(share * static_cast<double>(text_bytes)));
+  stamp(h, tokenizer);
+  const std::string path = out.path_of(name);
+  out.write(name, [&](std::FILE* f) { write_token_file(f, path, ids, from, count, h); });
   return path + " (" + std::to_string(count) + " tokens)";
+}
+
+// The token files and the tokenizer's files, written under temporary names and renamed together
+// only when all are written: a failure (a full disk) leaves the folder's earlier files as they were.
+// Returns the files' part of the report.
+std::string write_corpus(const TokenizeOptions& o, const TokenizerFiles& tokenizer, const std::vector<uint32_t>& ids,
+                         uint64_t text_bytes, const std::vector<uint32_t>& val_ids, uint64_t val_bytes) {
+  const size_t n = ids.size();
+  const size_t n_val =
+      o.val_inputs.empty() ? static_cast<size_t>(std::floor(static_cast<double>(n) * o.val_fraction)) : 0;
+  model::StagedFiles out(o.out);
+  std::string report = stage_part(out, "train.tok", ids, 0, n - n_val, text_bytes, tokenizer);
+  if (!val_ids.empty()) {
+    report += ", " + stage_part(out, "val.tok", val_ids, 0, val_ids.size(), val_bytes, tokenizer);
+  } else if (n_val > 0) {
+    report += ", " + stage_part(out, "val.tok", ids, n - n_val, n_val, text_bytes, tokenizer);
+  } else {
+    out.remove_at_commit("val.tok");  // an earlier run's val.tok would not belong to this corpus
+  }
+  write_tokenizer_files(out, tokenizer);  // transformers' AutoTokenizer loads the folder as it is
+  out.commit();
+  return report;
 }
 
 }  // namespace
@@ -58,9 +86,9 @@ std::string tokenize_corpus(const TokenizeOptions& o) {
     throw core::ConfigError("--val-fraction must be in [0, 1), but is " + std::to_string(o.val_fraction));
   }
   auto start = std::chrono::steady_clock::now();
-  const Tokenizer tokenizer = Tokenizer::load(o.tokenizer);
+  Tokenizer tokenizer;
+  const TokenizerFiles files = read_tokenizer_files(o.tokenizer, &tokenizer);
   const std::string load_s = seconds_since(start);
-  const auto vocab = static_cast<uint32_t>(tokenizer.vocab_size());
   uint64_t text_bytes = 0, val_bytes = 0;
   start = std::chrono::steady_clock::now();  // reading and encoding the files
   const std::vector<uint32_t> ids = encode_files(tokenizer, o.inputs, text_bytes);
@@ -69,32 +97,22 @@ std::string tokenize_corpus(const TokenizeOptions& o) {
   const std::string encode_s = seconds_since(start);
 
   std::error_code ec;
+  const bool made = !fs::exists(o.out, ec);
   fs::create_directories(o.out, ec);
   if (ec) throw core::ConfigError("cannot make the output folder " + o.out + " (" + ec.message() + ")");
-  const std::string train_path = (fs::path(o.out) / "train.tok").string();
-  const std::string val_path = (fs::path(o.out) / "val.tok").string();
-  const size_t n = ids.size();
-  const size_t n_val =
-      o.val_inputs.empty() ? static_cast<size_t>(std::floor(static_cast<double>(n) * o.val_fraction)) : 0;
+  std::string written;
+  try {
+    written = write_corpus(o, files, ids, text_bytes, val_ids, val_bytes);
+  } catch (...) {
+    if (made) fs::remove(o.out, ec);  // the folder this run made, empty again
+    throw;
+  }
   char per_token[32];
-  std::snprintf(per_token, sizeof per_token, "%.3f", static_cast<double>(text_bytes) / static_cast<double>(n));
-  std::string report = "tokenized " + std::to_string(text_bytes + val_bytes) + " bytes of text into " +
-                       std::to_string(n + val_ids.size()) + " tokens (vocabulary " + std::to_string(vocab) + ", " +
-                       per_token + " bytes per token): " + write_part(train_path, ids, 0, n - n_val, text_bytes, vocab);
-  if (!val_ids.empty()) {
-    report += ", " + write_part(val_path, val_ids, 0, val_ids.size(), val_bytes, vocab);
-  } else if (n_val > 0) {
-    report += ", " + write_part(val_path, ids, n - n_val, n_val, text_bytes, vocab);
-  } else {
-    fs::remove(val_path, ec);  // an earlier run's val.tok would not belong to this corpus
-  }
-  for (const char* file : Tokenizer::kFiles) {
-    const fs::path from = fs::path(o.tokenizer) / file, to = fs::path(o.out) / file;
-    if (fs::exists(to, ec) && fs::equivalent(from, to, ec)) continue;
-    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-    if (ec) throw core::ConfigError("cannot copy " + from.string() + " to " + o.out + " (" + ec.message() + ")");
-  }
-  return report + "; the tokenizer loaded in " + load_s + " s, the text read and encoded in " + encode_s + " s";
+  std::snprintf(per_token, sizeof per_token, "%.3f", static_cast<double>(text_bytes) / static_cast<double>(ids.size()));
+  return "tokenized " + std::to_string(text_bytes + val_bytes) + " bytes of text into " +
+         std::to_string(ids.size() + val_ids.size()) + " tokens (vocabulary " + std::to_string(files.vocab_size) +
+         ", " + per_token + " bytes per token): " + written + "; the tokenizer loaded in " + load_s +
+         " s, the text read and encoded in " + encode_s + " s";
 }
 
 }  // namespace optimus::text

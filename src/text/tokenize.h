@@ -16,8 +16,9 @@ struct TokenizeOptions {
 
 /// Encodes the inputs and writes out/train.tok, out/val.tok (from val_inputs, or the last
 /// val_fraction of the inputs when that leaves it tokens) and the tokenizer's files; returns a
-/// one-line report, ending with the seconds loading the tokenizer and encoding took. Bad input is a
-/// ConfigError.
+/// one-line report, ending with the seconds loading the tokenizer and encoding took. The files are
+/// written under temporary names and renamed together at the end, so a failure (a full disk) leaves
+/// out's earlier files as they were. Bad input is a ConfigError.
 std::string tokenize_corpus(const TokenizeOptions& o);
 
 }  // namespace optimus::text

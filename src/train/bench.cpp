@@ -90,6 +90,7 @@ void require_bench_options(const BenchOptions& o) {
   check(o.warmup >= 0, "--warmup", "0 or more", std::to_string(o.warmup));
   char budget[32];
   std::snprintf(budget, sizeof budget, "%g", o.budget_mib);
+  check(o.budget_mib >= 0, "--max-batch-budget", "0 or more (0: time steps instead)", budget);  // NaN fails too
   check(o.budget_mib <= kMaxBudgetMib, "--max-batch-budget", "at most 2^30 MiB (a pebibyte)", budget);
   if (o.budget_mib > 0 && (o.data_parallel != 1 || o.grad_accum != 1)) {
     throw core::ConfigError(

@@ -55,6 +55,7 @@ void save_checkpoint(const std::string& dir, const model::GPTConfig& config, con
                              {"seed", std::to_string(state.seed)},
                              {"layout", state.layout},
                              {"flags", state.flags}};
+        if (state.data_parallel > 0) meta["data_parallel"] = std::to_string(state.data_parallel);
         model::write_safetensors((std::filesystem::path(dir) / kStateFile).string(), moments, meta);
       }
     } catch (const std::exception& e) {
@@ -113,6 +114,8 @@ TrainState load_train_state(const std::string& dir, const model::ParamSet& param
   const int adamw_step = static_cast<int>(metadata_int(f, "adamw_step", 0, kIntMax));
   s.layout = f.metadata.count("layout") ? f.metadata.at("layout") : "";
   s.flags = f.metadata.count("flags") ? f.metadata.at("flags") : "";
+  if (f.metadata.count("data_parallel"))
+    s.data_parallel = static_cast<int>(metadata_int(f, "data_parallel", 1, kIntMax));
   for (size_t i = 0; i < params.tensors.size(); ++i) {
     const auto& t = params.tensors[i];
     const auto m = f.require("adamw.m." + t.info.name, model::DType::f32, t.spec.canonical).floats();

@@ -16,10 +16,11 @@ namespace optimus::train {
 
 /// What a run needs besides weights and moments to continue exactly where it stopped.
 struct TrainState {
-  int step = 0;        // steps completed; the next batch is sample_batch(..., step)
-  uint32_t seed = 0;   // initialisation, dropout and data seed
-  std::string layout;  // the layout that wrote it ("serial", "1d", "2d"), for information
-  std::string flags;   // the settings a bitwise continuation depends on, "batch=8 seq=128 …"
+  int step = 0;           // steps completed; the next batch is sample_batch(..., step)
+  uint32_t seed = 0;      // initialisation, dropout and data seed
+  std::string layout;     // the layout that wrote it ("serial", "1d", "2d"), for information
+  std::string flags;      // the settings a bitwise continuation depends on, "batch=8 seq=128 …"
+  int data_parallel = 0;  // the copies of the model that trained it (0: not recorded)
 };
 
 /// Collective over the world: gathers every shard into canonical tensors over `model_group` (the

@@ -113,6 +113,7 @@ TokenFile TokenFile::load(const std::string& path, int processes, uint64_t max_b
   f.vocab_size = static_cast<int>(h.vocab_size);
   f.bytes_per_token = static_cast<double>(h.text_bytes) / static_cast<double>(h.tokens);
   f.tokenized = true;
+  f.header = h;
   return f;
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "text/token_file.h"
+
 namespace optimus::train {
 
 /// The byte tokenizer: token = byte value, 0..255.
@@ -55,6 +57,7 @@ struct TokenFile {
   int vocab_size = kByteVocab;   // every token is below it: 256 for text, the tokenizer's for a token file
   double bytes_per_token = 1.0;  // of the text the tokens encode (bits per byte = loss / ln 2 / this)
   bool tokenized = false;        // a token file (its sizes are counted in tokens, a text file's in bytes)
+  text::TokenFileHeader header;  // a token file's header (what wrote it; zero for text)
 
   /// A text file's bytes, or a token file's ids (`optimus tokenize`, text/token_file.h; told apart
   /// by its magic). A regular file is memory-mapped read-only, so the memory a process uses does

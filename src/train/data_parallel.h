@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -46,6 +47,18 @@ inline void require_data_parallel_fits(const std::string& layout, int processes,
                      D == 1 ? ""
                             : "a copy's share (--batch " + std::to_string(B) + " / --data-parallel " +
                                   std::to_string(D) + " = " + std::to_string(B / D) + ")");
+}
+
+/// --overlap hides 2D's SUMMA communication and data parallelism's gradient sums; asked of a run
+/// that has neither (serial or 1d with D = 1), it changes nothing, and rank 0 says so on stderr (a
+/// note, not an error: a sweep over layouts may pass it to every run).
+inline void note_unused_overlap(const comm::World& world, bool overlap, const std::string& layout, int D) {
+  if (!overlap || layout == "2d" || D > 1 || world.rank() != 0) return;
+  std::fprintf(stderr,
+               "note: --overlap changes nothing in this run (--layout %s, --data-parallel 1): it hides 2d's SUMMA "
+               "communication and data parallelism's gradient sums, and the run has neither\n",
+               layout.c_str());
+  std::fflush(stderr);
 }
 
 /// A copy's share of one step's gradients. Copy d of D takes the sequences [d·B/D, (d+1)·B/D) of

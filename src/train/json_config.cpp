@@ -38,7 +38,8 @@ void apply_json_config(CLI::App& cmd, const std::string& path) {
   for (const auto& [key, value] : doc.items()) {
     const std::string where = "--config " + path + ": the value of " + model::json_excerpt(json(key));
     CLI::Option* opt = cmd.get_option_no_throw("--" + key);
-    if (opt == nullptr || key == "config" || key == "help") {
+    // A flag hidden from --help (a test-only switch) is for the command line alone.
+    if (opt == nullptr || key == "config" || key == "help" || opt->get_group().empty()) {
       throw core::ConfigError("--config " + path + " has the key " + model::json_excerpt(json(key)) +
                               ", which is not a flag of optimus " + cmd.get_name() +
                               "; its keys are the flag names without --, see --help");

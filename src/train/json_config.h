@@ -13,7 +13,8 @@ namespace optimus::train {
 
 /// Applies the JSON file at `path` to the options of `cmd` not given on the command line.
 /// Throws core::ConfigError, naming the file and the key, for an unreadable file, invalid JSON, a
-/// value that is not a string, number, boolean or array of them, an unknown key or a bad value.
+/// value that is not a string, number, boolean or array of them, an unknown key (a flag hidden from
+/// --help, a test-only switch, counts as unknown: it is for the command line alone) or a bad value.
 void apply_json_config(CLI::App& cmd, const std::string& path);
 
 }  // namespace optimus::train

@@ -17,6 +17,7 @@
 #include "train/bench.h"
 #include "train/checkpointing.h"
 #include "train/data.h"
+#include "train/data_parallel.h"
 #include "train/device.h"
 #include "train/json_config.h"
 #include "train/layouts.h"
@@ -240,10 +241,8 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     bench_cmd->add_option("--steps", b_opt.steps, "measured steps (median reported)")->capture_default_str();
     bench_cmd->add_option("--warmup", b_opt.warmup, "unmeasured steps first")->capture_default_str();
-    bench_cmd
-        ->add_option("--max-batch-budget", b_opt.budget_mib,
-                     "instead of timing: the largest batch whose training step fits this many MiB per rank")
-        ->check(CLI::NonNegativeNumber);
+    bench_cmd->add_option("--max-batch-budget", b_opt.budget_mib,
+                          "instead of timing: the largest batch whose training step fits this many MiB per rank");
     train::add_device_flags(bench_cmd, b_opt.device);
     add_memory_flags(bench_cmd, b_opt.memory);
     add_overlap_flag(bench_cmd, b_opt.memory);
@@ -273,8 +272,13 @@ int main(int argc, char** argv) {
     plan_cmd->add_flag("--json", p_opt.json, "one JSON object instead of tables");
     plan_cmd->add_option("--hardware", p_opt.hardware,
                          "a hardware profile (a name in data/hardware, or a path to a .json file): predict times");
-    plan_cmd->add_option("--ranks-per-node", p_opt.ranks_per_node,
-                         "ranks on one node (default: the profile's devices_per_node)");
+    plan_cmd->add_option_function<int>(
+        "--ranks-per-node",
+        [&p_opt](int n) {  // 0 is the field's "not given", so a given 0 is refused here
+          if (n < 1) throw core::ConfigError("--ranks-per-node must be 1 or more, but is " + std::to_string(n));
+          p_opt.ranks_per_node = n;
+        },
+        "ranks on one node (default: the profile's devices_per_node)");
     plan_cmd->add_option("--threads", p_opt.threads, "CPU threads per rank (time model)")->capture_default_str();
     plan_cmd->add_flag("--overlap", p_opt.overlap,
                        "2d: SUMMA's broadcasts and reduces hidden behind its products; --data-parallel: the "
@@ -302,6 +306,7 @@ int main(int argc, char** argv) {
       if (!t_config.empty()) train::apply_json_config(*train_cmd, t_config);
       if (t.data.empty())
         throw core::ConfigError("--data is required (on the command line or in --config); see --help");
+      train::require_one_way_to_start(t);  // before --init-from's checkpoint is read
       if (!t.init_from.empty()) {
         std::vector<std::string> given;
         for (const char* flag : {"--layers", "--embd", "--heads", "--seq", "--dropout"}) {
@@ -340,6 +345,7 @@ int main(int argc, char** argv) {
     }
     if (*bench_cmd) {
       train::require_bench_options(b_opt);
+      train::note_unused_overlap(world, b_opt.memory.overlap, b_opt.layout, b_opt.data_parallel);
       const std::string line =
           b_opt.budget_mib > 0 ? train::max_batch_under_budget(b_opt, world) : train::bench(b_opt, world);
       world.print0("%s\n", line.c_str());
@@ -351,6 +357,7 @@ int main(int argc, char** argv) {
         p_opt.config = model::GPTConfig::named(p_model);
         p_opt.config.dropout = dropout;
       }
+      train::note_unused_overlap(world, p_opt.overlap, p_opt.layout, p_opt.data_parallel);
       const std::string report = plan::plan_report(p_opt);
       world.print0("%s", report.c_str());
       return 0;

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -19,7 +21,8 @@
 
 #include "comm/scalar.h"
 #include "core/errors.h"
-#include "text/bpe.h"
+#include "model/staged_files.h"
+#include "text/tokenizer_folder.h"
 #include "train/checkpointing.h"
 #include "train/data_parallel.h"
 #include "train/layouts.h"
@@ -51,17 +54,36 @@ std::string continuation_flags(const TrainOptions& o) {
          (o.grad_accum > 1 ? " grad-accum=" + std::to_string(o.grad_accum) : "");
 }
 
-// The first "key=value" of `saved` that `now` does not have, as "--key value (now: other)".
+// The settings of a flags string by key; a setting written only when it is not its default (grad-accum)
+// reads as that default when absent.
+std::map<std::string, std::string> settings_of(const std::string& flags) {
+  std::map<std::string, std::string> settings{{"grad-accum", "1"}};
+  std::istringstream in(flags);
+  std::string pair;
+  while (in >> pair) {
+    const auto eq = pair.find('=');
+    settings[pair.substr(0, eq)] = eq == std::string::npos ? "" : pair.substr(eq + 1);
+  }
+  return settings;
+}
+
+// The first setting of `saved` that `now` differs in, as "--key value (this run has other)"; "" when
+// they agree. A key of one only (an older or newer writer) reads as "(none)" on the other side.
 std::string first_difference(const std::string& saved, const std::string& now) {
-  std::istringstream a(saved), b(now);
-  std::string x, y;
-  while (a >> x && b >> y) {
-    if (x != y) {
-      const auto eq = x.find('='), eq_now = y.find('=');
-      return "--" + x.substr(0, eq) + " " + x.substr(eq + 1) + " (this run has " + y.substr(eq_now + 1) + ")";
+  const auto a = settings_of(saved), b = settings_of(now);
+  auto value = [](const std::map<std::string, std::string>& m, const std::string& key) {
+    const auto it = m.find(key);
+    return it == m.end() ? std::string("(none)") : it->second;
+  };
+  std::istringstream order(saved + " " + now);  // the flags' own order, for the first difference
+  std::string pair;
+  while (order >> pair) {
+    const std::string key = pair.substr(0, pair.find('='));
+    if (value(a, key) != value(b, key)) {
+      return "--" + key + " " + value(a, key) + " (this run has " + value(b, key) + ")";
     }
   }
-  return saved;
+  return "";
 }
 
 // The step number of a folder named step_NNNNNN, or -1 for any other name.
@@ -85,25 +107,40 @@ void prune_step_folders(const std::string& out, int saved, int keep) {
   for (size_t k = 0; k + static_cast<size_t>(keep - 1) < older.size(); ++k) fs::remove_all(older[k].second);
 }
 
+// Rank 0 writes the run's tokenizer (its files as read and checked when the run started, so a file
+// changed or removed since does not matter) into a checkpoint folder; every rank learns whether it could.
+void save_tokenizer(const std::string& dir, const text::TokenizerFiles& tokenizer, comm::World& world) {
+  std::string error;
+  if (world.rank() == 0) {
+    try {
+      model::StagedFiles files(dir);
+      text::write_tokenizer_files(files, tokenizer);
+      files.commit();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (!world.all_agree(error.empty())) {
+    throw core::ConfigError(world.rank() == 0 ? error : "rank 0 could not write the tokenizer into the checkpoint");
+  }
+}
+
 // Writes the checkpoint into a temporary folder and renames it into place, so a crash never leaves
 // a half checkpoint under a step's name (a failed write removes the temporary folder; one left by a
 // killed run is removed when the next run claims the folder); then prunes to the newest `keep`.
 template <typename Model>
 std::string save_step_checkpoint(const TrainOptions& o, const Model& gpt, const AdamW& opt, int step,
-                                 comm::World& world, const DataParallel& dp) {
+                                 comm::World& world, const DataParallel& dp, const text::TokenizerFiles& tokenizer) {
   namespace fs = std::filesystem;
   const fs::path final_dir = checkpoint_dir(o.out, step);
   const fs::path tmp_dir = fs::path(o.out) / (".tmp_" + final_dir.filename().string());
   try {
     if (world.rank() == 0) fs::remove_all(tmp_dir);
     save_checkpoint(tmp_dir.string(), o.model, gpt.params(), gpt.spec_of(), world, &opt,
-                    TrainState{step, o.seed, o.layout, continuation_flags(o)}, dp.model);
+                    TrainState{step, o.seed, o.layout, continuation_flags(o), dp.replicas}, dp.model);
     if (o.save_gradients) save_gradients(tmp_dir.string(), gpt.params(), gpt.spec_of(), world, dp.model);
-    if (!o.tokenizer.empty() && world.rank() == 0) {  // transformers' AutoTokenizer loads the folder as it is
-      for (const char* file : text::Tokenizer::kFiles) {
-        fs::copy_file(fs::path(o.tokenizer) / file, tmp_dir / file, fs::copy_options::overwrite_existing);
-      }
-    }
+    // transformers' AutoTokenizer loads the folder as it is
+    if (!o.tokenizer.empty()) save_tokenizer(tmp_dir.string(), tokenizer, world);
   } catch (...) {
     std::error_code ignored;
     if (world.rank() == 0) fs::remove_all(tmp_dir, ignored);
@@ -118,11 +155,15 @@ std::string save_step_checkpoint(const TrainOptions& o, const Model& gpt, const 
 
 // Appends one JSON object per line to the run's metrics file (read by the notebooks). The file is
 // opened at the first line (after the first step, or the starting validation of an --init-from
-// run): a fresh run then starts it anew, a resumed run appends. An empty path (the ranks other than 0) writes nothing.
+// run): a fresh run then starts it anew, a resumed run appends. An empty path (the ranks other than 0)
+// writes nothing. Every rank calls write at the same points, so `before_first_line` (the output
+// folder's claim, when it is not yet made) may be collective.
 class MetricsFile {
  public:
-  MetricsFile(std::string path, bool append) : path_(std::move(path)), append_(append) {}
+  MetricsFile(std::string path, bool append, std::function<void()> before_first_line)
+      : path_(std::move(path)), append_(append), before_first_line_(std::move(before_first_line)) {}
   void write(const std::string& json_line) {
+    if (before_first_line_) std::exchange(before_first_line_, nullptr)();
     if (path_.empty()) return;
     if (!out_.is_open()) out_.open(path_, append_ ? std::ios::app : std::ios::trunc);
     out_ << json_line << '\n';
@@ -132,6 +173,7 @@ class MetricsFile {
  private:
   std::string path_;
   bool append_;
+  std::function<void()> before_first_line_;
   std::ofstream out_;
 };
 
@@ -274,10 +316,25 @@ void claim_out_folder(const TrainOptions& o, comm::World& world, OutFolderLock& 
   });
 }
 
-// Loads --resume's weights and training state into this run and returns the steps it had done; a
-// checkpoint that another seed or other settings wrote, or one past --steps, is a ConfigError.
+// The output folder is claimed at once when it exists (its lock; what a killed run left; --overwrite's
+// removals), or else made and claimed at the run's first write: the returned action, which
+// MetricsFile runs before its first line (on every rank: it is collective). A run that ends before it
+// writes anything (refused, killed, a NaN at step 1) leaves no folder behind.
+std::function<void()> claim_now_or_at_first_write(const TrainOptions& o, comm::World& world, OutFolderLock& lock) {
+  std::error_code ec;
+  const bool absent = world.all_agree(world.rank() != 0 || !std::filesystem::exists(o.out, ec));
+  if (!absent) {
+    claim_out_folder(o, world, lock);
+    return nullptr;
+  }
+  return [&o, &world, &lock] { claim_out_folder(o, world, lock); };
+}
+
+// Loads --resume's weights and training state into this run and returns the state (its step: the
+// steps it had done); a checkpoint that another seed or other settings wrote, or one past --steps,
+// is a ConfigError.
 template <typename Model>
-int resume_from(const TrainOptions& o, Model& gpt, AdamW& opt) {
+TrainState resume_from(const TrainOptions& o, Model& gpt, AdamW& opt) {
   load_weights(o.resume, o.model, gpt.params());
   const TrainState state = load_train_state(o.resume, gpt.params(), opt);
   if (state.seed != o.seed) {
@@ -285,9 +342,9 @@ int resume_from(const TrainOptions& o, Model& gpt, AdamW& opt) {
                             ", but this run has --seed " + std::to_string(o.seed) + "; resume with --seed " +
                             std::to_string(state.seed));
   }
-  if (!state.flags.empty() && state.flags != continuation_flags(o)) {
-    throw core::ConfigError("the checkpoint " + o.resume + " was trained with " +
-                            first_difference(state.flags, continuation_flags(o)) +
+  if (const std::string differs = state.flags.empty() ? "" : first_difference(state.flags, continuation_flags(o));
+      !differs.empty()) {
+    throw core::ConfigError("the checkpoint " + o.resume + " was trained with " + differs +
                             "; resume with the flags of the run that wrote it");
   }
   if (state.step < 0 || state.step >= o.steps) {
@@ -298,7 +355,7 @@ int resume_from(const TrainOptions& o, Model& gpt, AdamW& opt) {
                             "with --init-from " +
                             o.resume);
   }
-  return state.step;
+  return state;
 }
 
 // Bits per byte: the loss in bits per token over the bytes of text a token stands for, comparable
@@ -326,23 +383,41 @@ std::string validation_metrics(int step, double loss, const TokenFile& data) {
   return line;
 }
 
-// The loop itself, for the model of any layout.
+// Where the run starts: --resume's step, with its weights and optimizer state, --init-from's weights
+// at step 0, or fresh weights at step 0.
 template <typename Model>
-int run_training(const TrainOptions& o, comm::World& world, const DataParallel& dp, Model& gpt,
-                 const TokenFile& train_data, const TokenFile& val_data, int eval_batches) {
-  const int B = o.batch, T = sequence_length(o);
-  AdamW opt(gpt.params(), gpt.context(), o.adamw);
-  int start = 0;
+int start_of_run(const TrainOptions& o, comm::World& world, const DataParallel& dp, Model& gpt, AdamW& opt) {
   if (!o.resume.empty()) {
-    world.agree_on([&] { start = resume_from(o, gpt, opt); });
-    world.print0("resumed from %s at step %d\n", o.resume.c_str(), start);
-  } else if (!o.init_from.empty()) {
+    TrainState state;
+    world.agree_on([&] { state = resume_from(o, gpt, opt); });
+    world.print0("resumed from %s at step %d\n", o.resume.c_str(), state.step);
+    if (state.data_parallel > 0 && state.data_parallel != dp.replicas) {
+      world.print0(
+          "note: %s was trained with --data-parallel %d and this run has %d; the run continues, but its "
+          "gradients are summed in another order, so it is close to, not bitwise equal to, the run that "
+          "wrote the checkpoint\n",
+          o.resume.c_str(), state.data_parallel, dp.replicas);
+    }
+    return state.step;
+  }
+  if (!o.init_from.empty()) {
     world.agree_on([&] { load_weights(o.init_from, o.model, gpt.params()); });
     world.print0("starting from the weights of %s (a new run: step 0, fresh optimizer)\n", o.init_from.c_str());
   }
+  return 0;
+}
+
+// The loop itself, for the model of any layout.
+template <typename Model>
+int run_training(const TrainOptions& o, comm::World& world, const DataParallel& dp, Model& gpt,
+                 const TokenFile& train_data, const TokenFile& val_data, int eval_batches,
+                 const text::TokenizerFiles& tokenizer) {
+  const int B = o.batch, T = sequence_length(o);
+  AdamW opt(gpt.params(), gpt.context(), o.adamw);
+  const int start = start_of_run(o, world, dp, gpt, opt);
   OutFolderLock lock;
-  claim_out_folder(o, world, lock);
-  MetricsFile metrics(world.rank() == 0 ? o.out + "/metrics.jsonl" : "", !o.resume.empty());
+  MetricsFile metrics(world.rank() == 0 ? o.out + "/metrics.jsonl" : "", !o.resume.empty(),
+                      claim_now_or_at_first_write(o, world, lock));
   auto name = [](const TokenFile& f) {  // "x.txt (first 90%) (1000 bytes)", "train.tok (300 tokens)"
     return f.path + (f.part.empty() ? "" : " (" + f.part + ")") + " (" + std::to_string(f.tokens.size()) +
            (f.tokenized ? " tokens)" : " bytes)");
@@ -369,6 +444,10 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
     progress.note(validation_note(0, o.steps, val, val_data));
     metrics.write(validation_metrics(0, val, val_data));
   }
+  auto kept = [&] {  // what a run that stops early leaves
+    return last_dir.empty() && o.resume.empty() ? std::string("no checkpoint was written")
+                                                : "the last checkpoint in " + o.out + " is kept";
+  };
   const auto run_start = std::chrono::steady_clock::now();
   const StopSignals stop;  // from here on SIGTERM and SIGUSR1 stop the run at the next step's end
   for (int step = start; step < o.steps; ++step) {
@@ -383,7 +462,7 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
       // Every rank has the same loss, so every rank stops here, before the update, and nothing
       // after the last checkpoint is written.
       progress.error("the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
-                     "; stopping (the last checkpoint in " + o.out + " is kept)");
+                     "; stopping (" + kept() + ")");
       return 1;
     }
     if (inject && o.inject_nan_into == "gradient" && world.rank() == 0) {
@@ -394,8 +473,7 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
     if (!std::isfinite(norm)) {
       // The norm is reduced over every rank, so every rank stops here, before the update.
       progress.error("the gradient norm became " + std::to_string(norm) + " at step " + std::to_string(step + 1) +
-                     " (the loss was finite); stopping before the update (the last checkpoint in " + o.out +
-                     " is kept)");
+                     " (the loss was finite); stopping before the update (" + kept() + ")");
       return 1;
     }
     const float lr = learning_rate(step, o.steps, o.warmup, o.lr, o.min_lr);
@@ -420,13 +498,13 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
     }
     const bool saves = (o.checkpoint_interval > 0 && (step + 1) % o.checkpoint_interval == 0) || last;
     if (saves) {
-      last_dir = save_step_checkpoint(o, gpt, opt, step + 1, world, dp);
+      last_dir = save_step_checkpoint(o, gpt, opt, step + 1, world, dp, tokenizer);
       std::snprintf(note, sizeof note, "step %5d/%d | checkpoint saved to %s", step + 1, o.steps, last_dir.c_str());
       progress.note(note);
     }
     if (const int signal = stop.agreed(world); signal != 0 && !last) {
       // Asked to stop (pre-emption): this step's checkpoint, then a distinct exit.
-      if (!saves) last_dir = save_step_checkpoint(o, gpt, opt, step + 1, world, dp);
+      if (!saves) last_dir = save_step_checkpoint(o, gpt, opt, step + 1, world, dp, tokenizer);
       progress.note(std::string("stopped by ") + StopSignals::name(signal) + " after step " + std::to_string(step + 1) +
                     "; its checkpoint is " + last_dir + ", continue with --resume " + last_dir +
                     " and the same flags (exit code " + std::to_string(kExitStopped) + ")");
@@ -447,7 +525,8 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
 }
 
 // --data naming a folder written by optimus tokenize: its train.tok is the data, its val.tok the
-// validation (unless --val is given), and its tokenizer goes into every checkpoint.
+// validation (unless --val is given), and its tokenizer (when it has either file of one) goes into
+// every checkpoint.
 void resolve_data_folder(TrainOptions& o) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -455,16 +534,36 @@ void resolve_data_folder(TrainOptions& o) {
   if (!fs::is_directory(dir, ec) || !fs::exists(dir / "train.tok", ec)) return;
   o.data = (dir / "train.tok").string();
   if (o.val.empty() && fs::exists(dir / "val.tok", ec)) o.val = (dir / "val.tok").string();
-  if (has_tokenizer(dir.string())) o.tokenizer = dir.string();
+  for (const char* file : text::Tokenizer::kFiles) {
+    if (fs::exists(dir / file, ec)) o.tokenizer = dir.string();
+  }
+}
+
+// The tokenizer of a --data folder, read whole and checked: its files against each other, and
+// against the headers of the token files written with it.
+text::TokenizerFiles read_data_tokenizer(const std::string& dir, const TokenFile& train_data,
+                                         const TokenFile& val_data) {
+  text::TokenizerFiles tokenizer = text::read_tokenizer_files(dir);
+  for (const TokenFile* f : {&train_data, &val_data}) {
+    if (f->tokenized) text::require_written_with(f->header, f->path, tokenizer);
+  }
+  return tokenizer;
 }
 
 // A token file decides the vocabulary of a new model; a model that exists already (--init-from)
-// must hold every token of the data. Text and token files are not mixed.
+// must hold every token of the data, and one with a tokenizer takes token files, not text (whose
+// bytes are ids of the byte vocabulary). Text and token files are not mixed.
 void adopt_data_vocabulary(TrainOptions& o, const TokenFile& train_data, const TokenFile& val_data) {
   if (train_data.tokenized != val_data.tokenized) {
     throw core::ConfigError("--data is " + std::string(train_data.tokenized ? "a token file" : "text") +
                             " but --val is " + (val_data.tokenized ? "a token file" : "text") +
                             "; give both from the same tokenizer");
+  }
+  if (!o.init_from.empty() && !train_data.tokenized && has_tokenizer(o.init_from)) {
+    throw core::ConfigError("--init-from " + o.init_from + " has a tokenizer (vocab.json, merges.txt), but --data " +
+                            o.data + " is text, whose bytes would be read as its token ids; tokenize it first " +
+                            "(optimus tokenize --tokenizer " + o.init_from + " --input " + o.data +
+                            " --out FOLDER) and give --data FOLDER");
   }
   const int data_vocab = std::max(train_data.vocab_size, val_data.vocab_size);
   if (o.init_from.empty()) o.model.vocab_size = data_vocab;
@@ -503,18 +602,28 @@ void adopt_checkpoint_model(TrainOptions& o, const model::GPTConfig& saved, cons
   if (was_given("--dropout")) o.model.dropout = dropout;
 }
 
+void require_one_way_to_start(const TrainOptions& o) {
+  if (!o.resume.empty() && !o.init_from.empty()) {
+    throw core::ConfigError(
+        "--init-from starts a new run from a checkpoint's weights and --resume continues the run "
+        "that wrote one; give one of them");
+  }
+  if (o.overwrite && !o.resume.empty()) {
+    throw core::ConfigError("--overwrite starts a new run and --resume continues one; give one of them");
+  }
+}
+
 int train(TrainOptions o, comm::World& world) {
   const int B = o.batch, T = sequence_length(o), D = o.data_parallel;
   if (B <= 0) throw core::ConfigError("the batch size (--batch) must be positive, but is " + std::to_string(B));
   if (o.steps <= 0)
     throw core::ConfigError("the number of steps (--steps) must be positive, but is " + std::to_string(o.steps));
   require_usable_settings(o);
-  if (o.overwrite && !o.resume.empty()) {
-    throw core::ConfigError("--overwrite starts a new run and --resume continues one; give one of them");
-  }
+  require_one_way_to_start(o);
   o.model.validate();
   require_data_parallel_fits(o.layout, world.size(), D, B, o.grad_accum, T, o.memory.sequence_parallel,
                              o.device.device);
+  note_unused_overlap(world, o.memory.overlap, o.layout, D);
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
   }
@@ -524,9 +633,11 @@ int train(TrainOptions o, comm::World& world) {
   TokenFile train_data, val_data;
   const uint64_t max_bytes = data_bytes_per_process(world);
   int eval_batches = 0;
+  text::TokenizerFiles tokenizer;  // rank 0's, which writes the checkpoints
   world.agree_on([&] {
     train_data = TokenFile::load(o.data, world.size(), max_bytes);
     val_data = o.val.empty() ? train_data.split_tail(0.1) : TokenFile::load(o.val, world.size(), max_bytes);
+    if (!o.tokenizer.empty() && world.rank() == 0) tokenizer = read_data_tokenizer(o.tokenizer, train_data, val_data);
   });
   adopt_data_vocabulary(o, train_data, val_data);  // a token file's vocabulary decides the model's size
   if (o.device.device == "cpu") {
@@ -547,7 +658,7 @@ int train(TrainOptions o, comm::World& world) {
   const core::Context ctx = make_context(o.device, world);
   if (ctx.device == core::Device::cuda) world.print0("device: cuda, %s\n", core::cuda_device_report().c_str());
   DataParallel dp(world, D);
-  auto run = [&](auto& gpt) { return run_training(o, world, dp, gpt, train_data, val_data, eval_batches); };
+  auto run = [&](auto& gpt) { return run_training(o, world, dp, gpt, train_data, val_data, eval_batches, tokenizer); };
   if (D == 1) return with_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(), o.memory, run);
   return with_model_on(o.layout, o.model, o.seed, *dp.model, ctx, o.memory, run);
 }

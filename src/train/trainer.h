@@ -21,7 +21,7 @@ struct TrainOptions {
   std::string layout = "serial";    // serial, 1d or 2d
   std::string data;                 // training text (bytes are tokens), a token file, or a folder of them
   std::string val;                  // validation text or token file; empty: the last 10% of data
-  std::string tokenizer;            // set from a --data folder: its tokenizer, copied into every checkpoint
+  std::string tokenizer;            // set from a --data folder: its tokenizer, written into every checkpoint
   std::string out = "runs/latest";  // checkpoint and metrics folder
   std::string resume;               // checkpoint folder to continue from
   std::string init_from;            // checkpoint whose weights (and model) start a new run
@@ -62,6 +62,9 @@ inline int sequence_length(const TrainOptions& o) {
 /// --seq is the training T and may be shorter than its n_positions; --dropout, a training setting,
 /// replaces its dropout. A mismatch, or a vocabulary too small for byte tokens, is a ConfigError.
 void adopt_checkpoint_model(TrainOptions& o, const model::GPTConfig& saved, const std::vector<std::string>& given);
+
+/// Throws ConfigError when `o` asks for two ways to start: --resume with --init-from or --overwrite.
+void require_one_way_to_start(const TrainOptions& o);
 
 /// Runs the training described by `o` and returns the process exit code. Rank 0 prints.
 int train(TrainOptions o, comm::World& world);

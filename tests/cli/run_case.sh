@@ -20,6 +20,7 @@ processes_of() { pgrep -f -- "$1" || true; }
 cleanup() {
   local p
   for p in $(processes_of "$tmp"); do kill -KILL "$p" 2>/dev/null; done
+  if mountpoint -q "$tmp/ws/full" 2>/dev/null; then umount "$tmp/ws/full"; fi  # tokenize_full_disk's
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -548,6 +549,98 @@ case_resume_weights_only() {
     "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --data "$ws/text.txt" --resume "$ckpt" --out "$ws/new_run"
 }
 
+# ---- tokenizer folders, --init-from and --resume, messages ------------------------------------------
+# small_tokenizer DIR: a byte-level BPE tokenizer of 261 tokens (the 256 byte characters, then "he",
+# "Ġt", "Ġthe", "the", "<|endoftext|>") and 4 merges, as vocab.json and merges.txt in DIR.
+small_tokenizer() {
+  mkdir -p "$1"
+  /usr/bin/python3 - "$1" <<'PY'
+import json, sys
+printable = [b for b in range(256) if 33 <= b <= 126 or 161 <= b <= 172 or b >= 174]
+chars, extra = {}, 256
+for b in range(256):
+    chars[b] = chr(b) if b in printable else chr(extra)
+    extra += b not in printable
+vocab = {chars[b]: b for b in range(256)}
+G = chars[32]
+for token in ["he", G + "t", G + "the", "the", "<|endoftext|>"]:
+    vocab[token] = len(vocab)
+json.dump(vocab, open(sys.argv[1] + "/vocab.json", "w", encoding="utf-8"), ensure_ascii=False)
+open(sys.argv[1] + "/merges.txt", "w", encoding="utf-8").write(f"#version: 0.2\nh e\n{G} t\n{G}t he\nt he\n")
+PY
+}
+# tokenized DIR: the workspace's text tokenized into DIR with the small tokenizer (in DIR.tokenizer).
+tokenized() {
+  small_tokenizer "$1.tokenizer"
+  "$optimus" tokenize --tokenizer "$1.tokenizer" --input "$ws/text.txt" --out "$1" >/dev/null ||
+    fail "optimus tokenize into $1 failed"
+}
+case_tokenize_full_disk() {
+  # A 64 KiB file system (tmpfs, as root) holding an earlier tokenization; the new one does not fit.
+  mkdir "$ws/full"
+  if ! mount -t tmpfs -o size=64k tmpfs "$ws/full" 2>/dev/null; then
+    echo "SKIP: cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN)"
+    exit 77
+  fi
+  small_tokenizer "$tmp/tokenizer"
+  head -c 2000 "$ws/text.txt" >"$tmp/short.txt"
+  "$optimus" tokenize --tokenizer "$tmp/tokenizer" --input "$tmp/short.txt" --out "$ws/full/tokens" >/dev/null ||
+    fail "the first tokenize failed"
+  yes 'a grid of ranks, each its own block; q steps of broadcasts.' | head -c 300000 >"$tmp/long.txt"
+  refused "cannot write $ws/full/tokens/train.tok: the disk is full (no space left on device)" \
+    "$optimus" tokenize --tokenizer "$tmp/tokenizer" --input "$tmp/long.txt" --out "$ws/full/tokens"
+  ls -A "$ws/full/tokens"
+}
+case_tokenizer_folder_mismatch() {
+  tokenized "$ws/tokens"
+  sed -i '$d' "$ws/tokens/merges.txt"  # one merge fewer: the folder's files no longer belong together
+  refused "the token file '$ws/tokens/train.tok' was written with a tokenizer of 4 merges, but $ws/tokens/merges.txt \
+has 3" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --steps 2 --data "$ws/tokens" --out "$ws/new_run"
+}
+case_init_from_tokenizer_text_data() {
+  local ckpt
+  ckpt=$(copy_of_good with_tokenizer)
+  small_tokenizer "$ckpt"
+  refused "--init-from $ckpt has a tokenizer (vocab.json, merges.txt), but --data $ws/text.txt is text" \
+    "$optimus" train --init-from "$ckpt" "${quiet[@]}" --steps 2 --data "$ws/text.txt" --out "$ws/new_run"
+}
+case_init_from_with_resume() {
+  refused "--init-from starts a new run from a checkpoint's weights and --resume continues the run that wrote one" \
+    "$optimus" train --init-from "$good" --resume "$good" "${quiet[@]}" --steps 4 --data "$ws/text.txt" \
+    --out "$ws/new_run"
+}
+case_resume_grad_accum_differs() {
+  refused "was trained with --grad-accum 1 (this run has 2); resume with the flags of the run that wrote it" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --grad-accum 2 --data "$ws/text.txt" \
+    --resume "$ws/run/step_000002" --out "$ws/run"
+}
+case_missing_file_no_checkpoint_hint() {
+  small_tokenizer "$ws/tokenizer"
+  refused "the --config file $ws/nowhere.json does not exist; check the path" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --config "$ws/nowhere.json" --data "$ws/text.txt" --out "$ws/new_run"
+  ! grep -q checkpoint "$tmp/out" || fail "the message for a missing --config speaks of checkpoints"
+  refused "the input file $ws/nowhere.txt does not exist; check the path" \
+    "$optimus" tokenize --tokenizer "$ws/tokenizer" --input "$ws/nowhere.txt" --out "$ws/tokens"
+  ! grep -q checkpoint "$tmp/out" || fail "the message for a missing --input speaks of checkpoints"
+}
+case_bench_budget_negative() {
+  refused "--max-batch-budget must be 0 or more (0: time steps instead), but is -5" \
+    "$optimus" bench --max-batch-budget -5
+  (($(wc -c <"$tmp/out") < 300)) || fail "the output is $(wc -c <"$tmp/out") bytes long"
+}
+case_config_test_only_switch() {
+  echo '{"inject-nan-at-step": 1}' >"$ws/config.json"
+  config_refused "has the key \"inject-nan-at-step\", which is not a flag of optimus train"
+}
+case_plan_zero_ranks_per_node() {
+  refused "--ranks-per-node must be 1 or more, but is 0" "$optimus" plan --model tiny --hardware local --ranks-per-node 0
+}
+case_nan_at_step_1_leaves_no_out() {
+  refused "the loss became nan at step 1; stopping (no checkpoint was written)" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --inject-nan-at-step 1 --data "$ws/text.txt" --out "$ws/new_run"
+}
+
 # ---- failures during a run -------------------------------------------------------------------------
 # Step 5's loss is NaN: training stops with one line; the checkpoints of steps 2 and 4 remain, byte
 # for byte what a run without the NaN writes, and no later one (nor a temporary folder) exists.
@@ -650,6 +743,53 @@ case_rank_killed() {
   tail -n 8 "$tmp/out"
   echo "every process gone about $((SECONDS - start)) s after the kill; mpiexec exit code $rc"
   ((rc != 0)) || fail "mpiexec exited 0 after a rank was killed"
+}
+
+# The tokenizer of a --data folder is removed while the run trains: the checkpoint written after that
+# (here on SIGUSR1, pre-emption's signal) still holds it, as read and checked when the run started.
+case_tokenizer_removed_mid_run() {
+  tokenized "$ws/tokens"
+  cp "$ws/tokens/vocab.json" "$tmp/vocab.json"
+  "$optimus" train "${model[@]}" --steps 1000000 --eval-interval 0 --log-interval 1 --progress lines \
+    --data "$ws/tokens" --out "$ws/tok_run" >"$tmp/run.log" 2>&1 &
+  local run=$!
+  wait_for_training "$tmp/run.log"
+  rm "$ws/tokens/vocab.json"
+  kill -0 "$run" 2>/dev/null || fail "the run ended before vocab.json was removed: $(cat "$tmp/run.log")"
+  kill -USR1 "$run"
+  wait "$run"
+  local rc=$?
+  tail -n 2 "$tmp/run.log"
+  ((rc == 75)) || fail "the run exited $rc, not 75 (stopped with a checkpoint)"
+  ! grep -q 'error:' "$tmp/run.log" || fail "the run printed an error"
+  local ckpt
+  ckpt=$(ls -d "$ws"/tok_run/step_* | tail -n 1)
+  cmp "$tmp/vocab.json" "$ckpt/vocab.json" || fail "$ckpt/vocab.json is not the tokenizer's"
+  echo "$ckpt holds the tokenizer's vocab.json, removed from $ws/tokens during the run"
+}
+
+# --overlap where it has nothing to hide (serial, --data-parallel 1): a note on stderr, and the
+# command does what it would without it.
+case_overlap_does_nothing() {
+  local phrase="note: --overlap changes nothing in this run (--layout serial, --data-parallel 1)"
+  "$optimus" plan --model tiny --overlap --json >"$tmp/plan.json" 2>"$tmp/plan.err" || fail "plan --overlap failed"
+  cat "$tmp/plan.err"
+  grep -qF -- "$phrase" "$tmp/plan.err" || fail "plan printed no note"
+  /usr/bin/python3 -c "import json, sys; json.load(open(sys.argv[1]))" "$tmp/plan.json" ||
+    fail "plan's stdout is not JSON"
+  "$optimus" train "${model[@]}" "${quiet[@]}" --overlap --steps 2 --data "$ws/text.txt" --out "$ws/overlap" \
+    >"$tmp/out" 2>&1 || fail "train --overlap failed: $(cat "$tmp/out")"
+  grep -F -- "$phrase" "$tmp/out" || fail "train printed no note"
+}
+
+# Resuming a run of --data-parallel 1 with --data-parallel 2 goes on, and says it is not bitwise.
+case_resume_data_parallel_differs() {
+  "$mpiexec" -np 2 "$optimus" train --data-parallel 2 "${model[@]}" "${quiet[@]}" --steps 4 --data "$ws/text.txt" \
+    --resume "$ws/run/step_000002" --out "$ws/dp_run" >"$tmp/out" 2>&1 ||
+    fail "the resumed run failed: $(cat "$tmp/out")"
+  grep -F "was trained with --data-parallel 1 and this run has 2; the run continues" "$tmp/out" ||
+    fail "no note on the changed --data-parallel: $(cat "$tmp/out")"
+  grep -F "not bitwise" "$tmp/out" >/dev/null || fail "the note does not say the run is not bitwise"
 }
 
 declare -F "case_$name" >/dev/null || fail "no case '$name'"
