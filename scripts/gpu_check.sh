@@ -18,6 +18,7 @@
 #   1 machine    the GPU, its compute mode, the driver, compilers, where CUDA and NCCL are    ~5
 #   2 configure  the carried packages unpacked where the machine lacks them; CMake, sm_90     ~30
 #   3 build      optimus, gpu_probe and the three gpu test programs                   cap 300
+#                (GPU_CHECK_BUILD_SECONDS; the bare dry run on 2 cores lifts both caps)
 #   4 ops        every CUDA op against the CPU op, all in one process                 cap 120
 #   5 train      optimus train/eval/bench --device cuda end to end (ctest)            cap 150
 #   6 bench      stage 1 on GPT-2 124M's shapes: ours, PyTorch eager fp32, TF32  120+45+45
@@ -141,7 +142,7 @@ done_step $rc "$backends"
 
 # ---- 3 build --------------------------------------------------------------------------------------
 step build
-timeout "$(cap 300)" cmake --build "$build" --parallel "$cores" \
+timeout "$(cap "${GPU_CHECK_BUILD_SECONDS:-300}")" cmake --build "$build" --parallel "$cores" \
   --target optimus gpu_probe test_gpu_ops test_gpu_comm test_gpu_stages >>"$out/build.log" 2>&1
 rc=$?
 ((rc != 0)) && tail -30 "$out/build.log"
