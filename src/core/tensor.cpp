@@ -1,6 +1,6 @@
 // Shapes and ledger-recorded buffers. Host and device memory come from the ledger's BlockPool
 // (core/block_pool.h), which asks the system only for a size it has no free block of; a meta
-// Buffer's address range from core/meta/meta_memory.cpp.
+// Buffer's address from core/meta/meta_memory.cpp.
 #include "core/tensor.h"
 
 #include <sstream>
@@ -47,7 +47,7 @@ Buffer::Buffer(MemoryLedger& ledger, MemoryCategory category, Shape shape, Devic
   if (n == 0) return;
   try {
     if (device_ == Device::meta) {
-      data_ = static_cast<float*>(meta_reserve(n));
+      data_ = static_cast<float*>(meta_address(n));
     } else {
       // A block of exactly n bytes, kept by the ledger's pool when the last Buffer of its size went.
       gpu_ = device_ == Device::cuda ? device_current() : -1;
@@ -94,11 +94,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 void Buffer::release() {
   if (ledger_ == nullptr) return;
   if (data_ != nullptr) {
-    if (device_ == Device::meta) {
-      meta_unreserve(data_, bytes());
-    } else {
-      ledger_->pool().give_back(data_, gpu_, bytes());
-    }
+    if (device_ != Device::meta) ledger_->pool().give_back(data_, gpu_, bytes());
   }
   ledger_->release(category_, bytes());
   data_ = nullptr;

@@ -5,8 +5,8 @@
 // stages hold lives in Buffers (token ids in IntBuffers); ops take the raw pointers of Buffers. A
 // Buffer on Device::cuda lives in the current GPU's memory (cuda_context makes a GPU current),
 // zero-initialised like a CPU one. A Buffer on Device::meta is recorded like a CPU one but holds no
-// numbers: its data() is an address range reserved with no access allowed, so offsets into it work
-// and any read or write faults at once.
+// numbers: its data() is an address range no process may touch (core/meta/meta_memory.h), so
+// offsets into it work and any read or write faults at once.
 #pragma once
 
 #include <cstddef>

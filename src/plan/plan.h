@@ -40,12 +40,21 @@ int largest_batch(const PlanOptions& options, int64_t bytes, int limit);
 /// copies, those of the first copy and the same ranks of the last (world ranks d·P + t).
 std::vector<int> ranks_to_run(int P, int D = 1);
 
+/// Throws core::ConfigError for options no plan can run: a count below 1, a batch the copies do not
+/// divide, a model that is not valid (model::GPTConfig::validate).
+void require_valid(const PlanOptions& options);
+
+/// A lower bound of this machine's memory a plan holds while it runs: the meta device holds no
+/// numbers, but each block of the model is still a handful of Buffers with names and ledger records
+/// (8 KiB counted per block), and the batch's token ids are a real array (4·B·T bytes).
+double host_bytes_lower_bound(const PlanOptions& options);
+
 /// Runs one training step of each rank of ranks_to_run on meta and returns the report: per rank,
 /// memory by category (peak, and held between steps), the op ledger and the communication ledger,
 /// then the busiest rank (the largest peak memory; ties go to the lowest rank). With a hardware
 /// profile, per rank the predicted time of the step and of a forward pass, the slowest rank, and
 /// the largest batch that fits. A layout, world, batch or profile that does not fit is a
-/// core::ConfigError.
+/// core::ConfigError (require_valid first).
 std::string plan_report(const PlanOptions& options);
 
 }  // namespace optimus::plan

@@ -357,6 +357,11 @@ int main(int argc, char** argv) {
         p_opt.config = model::GPTConfig::named(p_model);
         p_opt.config.dropout = dropout;
       }
+      plan::require_valid(p_opt);
+      train::require_memory(
+          world, plan::host_bytes_lower_bound(p_opt),
+          "planning " + std::to_string(p_opt.config.n_layer) + " layers at --batch " + std::to_string(p_opt.batch),
+          "use fewer --layers or a smaller --batch");
       train::note_unused_overlap(world, p_opt.overlap, p_opt.layout, p_opt.data_parallel);
       const std::string report = plan::plan_report(p_opt);
       world.print0("%s", report.c_str());

@@ -6,21 +6,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "comm/mpi_communicator.h"
 #include "core/errors.h"
+#include "train/memory_limits.h"
 
 namespace optimus::train {
 
 namespace {
-
-// The first number in a file (a cgroup limit), or 0 if the file is missing or says "max".
-uint64_t number_in(const char* path) {
-  std::ifstream f(path);
-  uint64_t v = 0;
-  return (f >> v) ? v : 0;
-}
 
 std::string gib(double bytes) {
   char s[32];
@@ -40,24 +35,21 @@ int ranks_on_this_machine() {
 
 }  // namespace
 
-uint64_t available_memory_bytes() {
-  uint64_t available = 0;
+AvailableMemory available_memory() {
+  AvailableMemory available;
   std::ifstream meminfo("/proc/meminfo");
   for (std::string line; std::getline(meminfo, line);) {
     if (line.rfind("MemAvailable:", 0) == 0) {
-      std::istringstream(line.substr(13)) >> available;
-      available *= 1024;  // kB
+      std::istringstream(line.substr(13)) >> available.bytes;
+      available.bytes *= 1024;  // kB
     }
   }
-  // A cgroup's limit minus what the group already uses, where one is set.
-  const uint64_t limit_v2 = number_in("/sys/fs/cgroup/memory.max");
-  const uint64_t limit_v1 = number_in("/sys/fs/cgroup/memory/memory.limit_in_bytes");
-  const uint64_t used =
-      std::max(number_in("/sys/fs/cgroup/memory.current"), number_in("/sys/fs/cgroup/memory/memory.usage_in_bytes"));
-  for (uint64_t limit : {limit_v2, limit_v1}) {
-    if (limit == 0 || limit > (uint64_t{1} << 60)) continue;  // none, or v1's "unlimited"
-    const uint64_t left = limit > used ? limit - used : 0;
-    available = available == 0 ? left : std::min(available, left);
+  std::ifstream self("/proc/self/cgroup");
+  const std::string groups((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
+  if (const auto cgroup = cgroup_memory_limit("/sys/fs/cgroup", groups)) {
+    if (available.bytes == 0 || cgroup->bytes_left < available.bytes) {
+      available = {cgroup->bytes_left, cgroup->name};
+    }
   }
   return available;
 }
@@ -73,19 +65,31 @@ double step_bytes_lower_bound(const model::GPTConfig& c, int B, int ranks, Model
 void require_memory(comm::World& world, double bytes_per_rank, const std::string& what, const std::string& fix) {
   const int here = ranks_on_this_machine();
   world.agree_on([&] {
-    const double available = static_cast<double>(available_memory_bytes());
-    if (available > 0 && bytes_per_rank * here > available) {
+    // The machine's memory and a cgroup's are shared by the ranks on the machine.
+    const AvailableMemory available = available_memory();
+    const double shared = static_cast<double>(available.bytes);
+    if (shared > 0 && bytes_per_rank * here > shared) {
       throw core::ConfigError(what + " needs at least " + gib(bytes_per_rank) + " per process (" +
-                              std::to_string(here) + " on this machine), but only " + gib(available) +
-                              " of memory are available; " + fix);
+                              std::to_string(here) + " on this machine), but only " + gib(shared) +
+                              " of memory are available" +
+                              (available.limit.empty() ? "" : " under " + available.limit) + "; " + fix);
+    }
+    // The address space is each process's own.
+    const auto space = address_space_limit();
+    if (space && bytes_per_rank > static_cast<double>(space->bytes_left)) {
+      throw core::ConfigError(what + " needs at least " + gib(bytes_per_rank) + " per process, but " + space->name +
+                              " leaves this process only " + gib(static_cast<double>(space->bytes_left)) + "; " + fix +
+                              " (or raise the limit)");
     }
   });
 }
 
 uint64_t data_bytes_per_process(comm::World& world) {
   (void)world;  // collective through MPI_COMM_WORLD, like require_memory
-  const uint64_t available = available_memory_bytes();
-  return available == 0 ? UINT64_MAX : available / (5 * static_cast<uint64_t>(ranks_on_this_machine()));
+  const uint64_t shared = available_memory().bytes;
+  uint64_t share = shared == 0 ? UINT64_MAX : shared / (5 * static_cast<uint64_t>(ranks_on_this_machine()));
+  if (const auto space = address_space_limit()) share = std::min(share, space->bytes_left / 5);
+  return share;
 }
 
 }  // namespace optimus::train

@@ -11,9 +11,13 @@
 
 namespace optimus::train {
 
-/// Bytes this process may still allocate: /proc/meminfo's MemAvailable, or less where a cgroup
-/// (v2 memory.max, v1 memory.limit_in_bytes) limits the process further. 0 if neither is readable.
-uint64_t available_memory_bytes();
+/// The memory the ranks on this machine may still allocate together: /proc/meminfo's MemAvailable,
+/// or less where this process's memory cgroup leaves less (memory_limits.h; `limit` then names it).
+struct AvailableMemory {
+  uint64_t bytes = 0;  // 0: nothing readable
+  std::string limit;   // empty: MemAvailable decided
+};
+AvailableMemory available_memory();
 
 /// What a run does with the model, for step_bytes_lower_bound.
 enum class ModelUse { train, evaluate };
@@ -27,12 +31,13 @@ enum class ModelUse { train, evaluate };
 double step_bytes_lower_bound(const model::GPTConfig& config, int B, int ranks, ModelUse use);
 
 /// Collective: throws core::ConfigError on every rank if `bytes_per_rank` times the number of
-/// ranks on some machine exceeds that machine's available memory. `what` names the need ("training
-/// this model at --batch 8"), `fix` says what to change; the message gives the sizes in GiB.
+/// ranks on some machine exceeds that machine's available memory, or `bytes_per_rank` exceeds what
+/// some process's address-space limit (ulimit -v) leaves it. `what` names the need ("training this
+/// model at --batch 8"), `fix` says what to change; the message gives the sizes in GiB and the limit.
 void require_memory(comm::World& world, double bytes_per_rank, const std::string& what, const std::string& fix);
 
 /// Collective: the largest data file each process may load, a fifth of its share of the available
-/// memory (a byte is read, then held as a 4-byte token).
+/// memory, or of what its address-space limit leaves (a byte is read, then held as a 4-byte token).
 uint64_t data_bytes_per_process(comm::World& world);
 
 }  // namespace optimus::train

@@ -13,12 +13,13 @@ namespace optimus::train {
 /// EX_TEMPFAIL: "try again later", which is what a requeued job does).
 inline constexpr int kExitStopped = 75;
 
-/// While it lives, SIGTERM and SIGUSR1 set a flag instead of ending the process; the handlers that
-/// were there before come back when it is destroyed. One at a time per process.
+/// From its construction on, SIGTERM and SIGUSR1 set a flag instead of ending the process, until
+/// the process ends: a signal that arrives as the last step ends, after the loop has stopped
+/// asking, must not kill a run that has finished (the flag is then never read). Constructing
+/// another one clears the flag.
 class StopSignals {
  public:
   StopSignals();
-  ~StopSignals();
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
 
@@ -26,7 +27,7 @@ class StopSignals {
   /// several), or 0. Every rank gets the same answer.
   int agreed(comm::World& world) const;
 
-  /// "SIGTERM", "SIGUSR1" (or "signal N").
+  /// "SIGTERM", "SIGUSR1" (or "a stop signal").
   static const char* name(int signal);
 };
 

@@ -418,15 +418,6 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
   OutFolderLock lock;
   MetricsFile metrics(world.rank() == 0 ? o.out + "/metrics.jsonl" : "", !o.resume.empty(),
                       claim_now_or_at_first_write(o, world, lock));
-  auto name = [](const TokenFile& f) {  // "x.txt (first 90%) (1000 bytes)", "train.tok (300 tokens)"
-    return f.path + (f.part.empty() ? "" : " (" + f.part + ")") + " (" + std::to_string(f.tokens.size()) +
-           (f.tokenized ? " tokens)" : " bytes)");
-  };
-  const std::string copies =
-      dp.replicas > 1 ? " (" + std::to_string(dp.replicas) + " data-parallel copies of the model)" : "";
-  world.print0("training %lld parameters, layout %s on %d rank%s%s, on %s, validating on %s; B=%d T=%d\n",
-               o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s", copies.c_str(),
-               name(train_data).c_str(), name(val_data).c_str(), B, T);
   // With data parallelism each block's gradients are summed over the copies as the last micro-batch's
   // backward pass completes it (in flight while the pass goes on with --overlap).
   SumOverCopies sum_over_copies(gpt, dp, o.memory.overlap);
@@ -658,6 +649,15 @@ int train(TrainOptions o, comm::World& world) {
   const core::Context ctx = make_context(o.device, world);
   if (ctx.device == core::Device::cuda) world.print0("device: cuda, %s\n", core::cuda_device_report().c_str());
   DataParallel dp(world, D);
+  // Said before the model is built: a large one takes a while to initialise.
+  auto name = [](const TokenFile& f) {  // "x.txt (first 90%) (1000 bytes)", "train.tok (300 tokens)"
+    return f.path + (f.part.empty() ? "" : " (" + f.part + ")") + " (" + std::to_string(f.tokens.size()) +
+           (f.tokenized ? " tokens)" : " bytes)");
+  };
+  const std::string copies = D > 1 ? " (" + std::to_string(D) + " data-parallel copies of the model)" : "";
+  world.print0("training %lld parameters, layout %s on %d rank%s%s, on %s, validating on %s; B=%d T=%d\n",
+               o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s", copies.c_str(),
+               name(train_data).c_str(), name(val_data).c_str(), B, T);
   auto run = [&](auto& gpt) { return run_training(o, world, dp, gpt, train_data, val_data, eval_batches, tokenizer); };
   if (D == 1) return with_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(), o.memory, run);
   return with_model_on(o.layout, o.model, o.seed, *dp.model, ctx, o.memory, run);

@@ -641,6 +641,24 @@ case_nan_at_step_1_leaves_no_out() {
     "$optimus" train "${model[@]}" "${quiet[@]}" --inject-nan-at-step 1 --data "$ws/text.txt" --out "$ws/new_run"
 }
 
+# ---- limits on memory and address space -----------------------------------------------------------
+# "${under_ulimit[@]}" KIB COMMAND...: COMMAND with its address space limited to KIB KiB (ulimit -v).
+# shellcheck disable=SC2016  # $1 and $@ are the inner bash's
+under_ulimit=(bash -c 'ulimit -v "$1" && shift && exec "$@"' _)
+case_layers_past_address_space() {
+  # About 3 GiB to train (200 M parameters): within the memory of any machine this suite runs on, past 1.5 GiB of address space.
+  refused "but the address-space limit (ulimit -v) leaves this process only" \
+    "${under_ulimit[@]}" 1572864 "$optimus" train --layers 64 --embd 512 --heads 8 --seq 16 --batch 4 "${quiet[@]}" \
+    --data "$ws/text.txt" --out "$ws/new_run"
+}
+case_address_space_below_start() {
+  refused "optimus needs an address space of at least 512 MiB to start with 1 OpenBLAS thread" \
+    "${under_ulimit[@]}" 300000 env OPENBLAS_NUM_THREADS=1 "$optimus" --help
+}
+case_plan_layers_past_memory() {
+  refused "planning 1000000000 layers at --batch 1 needs at least" "$optimus" plan --layers 1000000000
+}
+
 # ---- failures during a run -------------------------------------------------------------------------
 # Step 5's loss is NaN: training stops with one line; the checkpoints of steps 2 and 4 remain, byte
 # for byte what a run without the NaN writes, and no later one (nor a temporary folder) exists.
@@ -692,6 +710,75 @@ case_prune_keeps_own() {
   left=$(ls -A "$run" | tr '\n' ' ')
   echo "left in the folder: $left"
   [[ "$left" == "metrics.jsonl step_000008 step_000010 " ]] || fail "expected metrics.jsonl step_000008 step_000010"
+}
+
+# plan --hardware under a 6 GiB address space: the meta device's buffers take none, so the plan and
+# its search for the largest batch (which tries up to the profile's 12 GiB per device) run as without it.
+case_plan_hardware_under_ulimit() {
+  echo "\$ ulimit -v 6291456; $optimus plan --model tiny --hardware local"
+  timeout 60 "${under_ulimit[@]}" 6291456 "$optimus" plan --model tiny --hardware local >"$tmp/out" 2>&1
+  local rc=$?
+  tail -n 3 "$tmp/out"
+  ((rc == 0)) || fail "plan exited $rc under ulimit -v 6291456"
+  grep -Eq '^largest batch that fits .* per device: [0-9]+$' "$tmp/out" || fail "plan printed no largest batch"
+}
+
+# A stop signal that arrives after the last step, while the finished run samples its text: the
+# run still ends normally (exit 0), since the handlers stay until the process ends. The run is a
+# rank under mpiexec (a process started alone has other handlers to go back to); SIGUSR1 goes to
+# it from the last step's checkpoint line on, every 50 ms, until it has gone.
+case_signal_after_last_step() {
+  local out=$ws/signalled  # unique to this test: names its processes
+  "$mpiexec" -np 1 "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --sample 2000 --data "$ws/text.txt" \
+    --out "$out" >"$tmp/out" 2>&1 &
+  local job=$! rank="" sent=0 i p
+  for ((i = 0; i < 1200; ++i)); do
+    grep -q 'step     4/4 | checkpoint saved' "$tmp/out" && break
+    kill -0 "$job" 2>/dev/null || break
+    sleep 0.05
+  done
+  for p in $(processes_of "$out"); do
+    [[ "$(ps -o comm= -p "$p")" == optimus ]] && rank=$p
+  done
+  [[ -n $rank ]] || fail "no optimus rank for $out once its last step was saved"
+  while kill -USR1 "$rank" 2>/dev/null; do  # the rank is mpiexec's child, not ours: no zombie stays
+    sent=$((sent + 1))
+    sleep 0.05
+  done
+  wait "$job"
+  local rc=$?
+  tail -n 3 "$tmp/out"
+  echo "SIGUSR1 sent $sent times to the rank after the last step; mpiexec's exit code $rc"
+  ((sent > 0)) || fail "the run ended before a signal could be sent"
+  ((rc == 0)) || fail "the finished run exited $rc, not 0"
+  grep -q '^sample:' "$tmp/out" || fail "the run printed no sample"
+}
+
+# The Slurm script (scripts/slurm/train_2d.sbatch) outside Slurm, with its mpirun launcher on one
+# rank and a stand-in scontrol that records its arguments: SIGTERM to mpirun (what kill, timeout and
+# scancel send) stops the run at the end of a step with its checkpoint; mpirun exits 1, the script
+# reads optimus's stop line, exits 75 and requeues the job.
+case_slurm_term_to_mpirun() {
+  local out=$ws/slurm_run bin=$tmp/bin
+  mkdir -p "$bin"
+  printf '#!/bin/sh\necho "$*" >>"%s"\n' "$tmp/scontrol.calls" >"$bin/scontrol"
+  chmod +x "$bin/scontrol"
+  PATH=$bin:$PATH SLURM_NTASKS=1 SLURM_NTASKS_PER_NODE=1 SLURM_CPUS_PER_TASK=1 SLURM_JOB_ID=4242 \
+    OPTIMUS=$optimus DATA=$ws/text.txt VAL=$ws/text.txt OUT=$out LAUNCHER=mpirun \
+    bash "$(dirname "$0")/../../scripts/slurm/train_2d.sbatch" "${model[@]}" --steps 1000000 --eval-interval 0 \
+    --eval-batches 1 --log-interval 100 --progress lines >"$tmp/job" 2>&1 &
+  local job=$!
+  wait_for_training "$tmp/job"
+  local launcher
+  launcher=$(pgrep -P "$job" -x mpirun) || fail "no mpirun under the script"
+  kill -TERM "$launcher"
+  wait "$job"
+  local rc=$?
+  tail -n 4 "$tmp/job"
+  echo "the script's exit code: $rc; scontrol was called with: $(cat "$tmp/scontrol.calls" 2>/dev/null)"
+  grep -q '(exit code 75)$' "$tmp/job" || fail "optimus printed no stop line"
+  ((rc == 75)) || fail "the script exited $rc, not 75"
+  [[ "$(cat "$tmp/scontrol.calls")" == "requeue 4242" ]] || fail "the script did not requeue the job"
 }
 
 # wait_for_training LOG: waits until a run started in the background logs its first step (60 s at most).

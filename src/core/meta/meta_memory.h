@@ -1,17 +1,18 @@
-// The memory behind a meta Buffer: an address range reserved from the operating system with no
-// access allowed (mmap PROT_NONE). It costs no memory, offsets into it are valid pointers as for a
-// real buffer, and an op that wrongly reads or writes it stops with a segmentation fault at once
-// instead of computing with made-up numbers. A process can reserve up to its address space
-// (128 TiB on x86-64 Linux), far beyond any machine's memory.
+// The addresses of meta Buffers: ranges in the upper half of the 64-bit address space, which a
+// user process can never read or write on Linux (x86-64: the kernel's half, or no address at all;
+// aarch64: the kernel's translation table). They cost no memory and no address space, so a meta run
+// has no limit but the ledgers' (not even ulimit -v); offsets into them are pointers as for a real
+// buffer, and an op that wrongly reads or writes one stops with a segmentation fault at once
+// instead of computing with made-up numbers.
 #pragma once
 
 #include <cstddef>
 
 namespace optimus::core {
 
-/// Reserves `bytes` (> 0) of address space with no access; throws std::bad_alloc if it cannot.
-void* meta_reserve(size_t bytes);
-/// Returns a range meta_reserve gave; never throws.
-void meta_unreserve(void* p, size_t bytes) noexcept;
+/// A range of `bytes` (> 0; std::bad_alloc past 2^54), 64-byte aligned. Ranges are handed out one
+/// after the other, so no two overlap until 2^55 bytes (32 PiB) in all have been, when the count
+/// starts again from the bottom. Nothing to give back.
+void* meta_address(size_t bytes);
 
 }  // namespace optimus::core
