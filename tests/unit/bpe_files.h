@@ -9,17 +9,9 @@
 #include <utility>
 #include <vector>
 
-namespace optimus::test {
+#include "unit/temp_dir.h"
 
-// A fresh folder under the system's temporary directory, removed at the end of the test.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char name[] = "/tmp/optimus_text_XXXXXX";
-    path = mkdtemp(name);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+namespace optimus::test {
 
 // GPT-2's byte characters, written out from the rule: '!'..'~', '¡'..'¬', '®'..'ÿ' are themselves,
 // the remaining bytes in order are U+0100, U+0101, ... (so the space, byte 32, is U+0120 'Ġ').

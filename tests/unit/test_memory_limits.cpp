@@ -10,6 +10,7 @@
 #include <string>
 
 #include "train/memory_limits.h"
+#include "unit/temp_dir.h"
 
 using namespace optimus;
 namespace fs = std::filesystem;
@@ -18,12 +19,8 @@ namespace {
 
 // A fresh folder standing for /sys/fs/cgroup, removed at the end of the test.
 struct FakeCgroupRoot {
-  fs::path path;
-  FakeCgroupRoot() {
-    char name[] = "/tmp/optimus_cgroup_XXXXXX";
-    path = mkdtemp(name);
-  }
-  ~FakeCgroupRoot() { fs::remove_all(path); }
+  test::TempDir dir;
+  const fs::path& path = dir.path;
   // Writes `text` to the file `file` under the folder `group` (made with its parents).
   void write(const std::string& group, const std::string& file, const std::string& text) const {
     fs::create_directories(path / group);

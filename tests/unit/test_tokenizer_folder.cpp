@@ -13,20 +13,14 @@
 #include "model/file_io.h"
 #include "model/staged_files.h"
 #include "text/tokenizer_folder.h"
+#include "unit/temp_dir.h"
 
 using namespace optimus;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char name[] = "/tmp/optimus_folder_XXXXXX";
-    path = mkdtemp(name);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using test::TempDir;
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
