@@ -85,15 +85,6 @@ int distinct(const std::vector<std::string>& ids) {
 
 }  // namespace
 
-NodePlacement node_placement(MPI_Comm comm) {
-  MPI_Comm node = node_of(comm);
-  NodePlacement p;
-  OPTIMUS_MPI_CHECK(MPI_Comm_rank(node, &p.local_rank));
-  OPTIMUS_MPI_CHECK(MPI_Comm_size(node, &p.ranks_on_node));
-  OPTIMUS_MPI_CHECK(MPI_Comm_free(&node));
-  return p;
-}
-
 std::vector<int> assign_gpus(const std::vector<std::vector<std::string>>& visible) {
   std::vector<int> device(visible.size(), -1);
   std::set<std::string> taken;

@@ -27,14 +27,6 @@ const char* device_comm_name(DeviceComm kind);  // "auto", "nccl", "staged"
 /// "auto", "nccl" or "staged"; anything else is a core::ConfigError naming the value and the choices.
 DeviceComm parse_device_comm(std::string_view text);
 
-/// Where this rank sits on its node: its index among the ranks of its node, and how many there are.
-struct NodePlacement {
-  int local_rank = 0;
-  int ranks_on_node = 1;
-};
-/// Collective over `comm` (MPI_Comm_split_type, shared memory).
-NodePlacement node_placement(MPI_Comm comm);
-
 /// The GPUs of one node's ranks, given the PCI bus ids each sees (`visible`, in node-local rank
 /// order): in that order each rank takes the first GPU it sees that no rank before it took; when
 /// every GPU it sees is taken, it shares its (local rank % count)-th. Returns each rank's device

@@ -655,7 +655,7 @@ case_address_space_below_start() {
   # 300000 KiB is below what any build needs to start; a CUDA build's libraries alone take more (the
   # loader would refuse it before optimus runs), so it gets the 1 GiB under which it used to spin.
   local kib=300000
-  if ldd "$optimus" | grep -q libcublas; then kib=1048576; fi
+  if ldd "$optimus" | grep libcublas >/dev/null; then kib=1048576; fi  # (grep -q would cut ldd off: pipefail)
   refused "optimus needs an address space of at least" \
     "${under_ulimit[@]}" "$kib" env OPENBLAS_NUM_THREADS=1 "$optimus" --help
 }
