@@ -49,7 +49,8 @@ struct BatchSlice {
 ActivationBlock place_in_batch(ActivationBlock local, const BatchSlice& slice);
 
 /// What the forward pass keeps for the backward pass (chapter 5). none: every block's activations.
-/// block: each block's input only, and one block's working set that every block reuses; the
+/// block: each block's input only (1D without sequence parallelism: split over its p ranks, as
+/// Megatron's distributed checkpoints), and one block's working set that every block reuses; the
 /// backward pass reruns a block's forward from its input just before that block's backward, with
 /// the same ops and the same dropout masks, so every result is bitwise the same as with none.
 enum class Recompute { none, block };

@@ -42,13 +42,13 @@ void GPT::ensure_buffers(int B, int T) {
     b.ln1 = act({N, C}), b.ln1_mean = act({N}), b.ln1_rstd = act({N});
     b.qkv = act({N, 3 * C});
     b.att = act({B, NH, T, T});
-    b.atty = act({N, C}), b.attproj = act({N, C}), b.res1 = act({N, C});
+    b.atty = act({N, C}), b.res1 = act({N, C});
     b.ln2 = act({N, C}), b.ln2_mean = act({N}), b.ln2_rstd = act({N});
     b.fch = act({N, F}), b.fch_gelu = act({N, F});
-    b.fcproj = act({N, C});
     acts_.blocks.push_back(std::move(b));
   }
   for (int l = 0; l < config_.n_layer; ++l) acts_.outputs.push_back(act({N, C}));
+  acts_.branch = tmp({N, C});
   acts_.lnf = act({N, C}), acts_.lnf_mean = act({N}), acts_.lnf_rstd = act({N});
   acts_.logits = act({N, V});
   acts_.ce_max = act({N}), acts_.ce_sumexp = act({N}), acts_.losses = act({N});
@@ -112,10 +112,13 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   return static_cast<float>(sum / static_cast<double>(batch_tokens()));
 }
 
-// One block: x → x + drop(c_proj(attn(ln_1(x)))) → + drop(mlp(ln_2(·))), into outputs[l].
+// One block: x → x + drop(c_proj(attn(ln_1(x)))) → + drop(mlp(ln_2(·))), into outputs[l]. Each
+// branch's output goes through scratch: the backward pass reads neither it nor its dropout's
+// output (the mask is regenerated from Philox), only what the residual add made of it.
 void GPT::block_forward(int l, const float* x) {
   BlockActivations& a = working_set(l);
   float* out = acts_.outputs[static_cast<size_t>(l)].data();
+  float* branch = acts_.branch.data();  // (N, C) scratch
   const model::BlockParams& w = param_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, F = config_.ffn(), NH = config_.n_head;
   const float eps = config_.layer_norm_epsilon;
@@ -124,17 +127,17 @@ void GPT::block_forward(int l, const float* x) {
   core::linear_forward(ctx_, a.qkv.data(), a.ln1.data(), w.c_attn_w, w.c_attn_b, N, C, 3 * C);
   core::attention_forward(ctx_, a.atty.data(), a.att.data(), a.qkv.data(), B, T, C, NH,
                           dropout_spec(l, DropoutSite::attention_probs));
-  core::linear_forward(ctx_, a.attproj.data(), a.atty.data(), w.attn_proj_w, w.attn_proj_b, N, C, C);
-  core::dropout_forward(ctx_, a.attproj.data(), a.attproj.data(), dropout_spec(l, DropoutSite::attn_residual));
-  core::residual_forward(ctx_, a.res1.data(), x, a.attproj.data(), int64_t{N} * C);
+  core::linear_forward(ctx_, branch, a.atty.data(), w.attn_proj_w, w.attn_proj_b, N, C, C);
+  core::dropout_forward(ctx_, branch, branch, dropout_spec(l, DropoutSite::attn_residual));
+  core::residual_forward(ctx_, a.res1.data(), x, branch, int64_t{N} * C);
 
   core::layernorm_forward(ctx_, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(), w.ln_2_w, w.ln_2_b,
                           N, C, eps);
   core::linear_forward(ctx_, a.fch.data(), a.ln2.data(), w.c_fc_w, w.c_fc_b, N, C, F);
   core::gelu_forward(ctx_, a.fch_gelu.data(), a.fch.data(), int64_t{N} * F);
-  core::linear_forward(ctx_, a.fcproj.data(), a.fch_gelu.data(), w.mlp_proj_w, w.mlp_proj_b, N, F, C);
-  core::dropout_forward(ctx_, a.fcproj.data(), a.fcproj.data(), dropout_spec(l, DropoutSite::mlp_residual));
-  core::residual_forward(ctx_, out, a.res1.data(), a.fcproj.data(), int64_t{N} * C);
+  core::linear_forward(ctx_, branch, a.fch_gelu.data(), w.mlp_proj_w, w.mlp_proj_b, N, F, C);
+  core::dropout_forward(ctx_, branch, branch, dropout_spec(l, DropoutSite::mlp_residual));
+  core::residual_forward(ctx_, out, a.res1.data(), branch, int64_t{N} * C);
 }
 
 // ---- backward -----------------------------------------------------------------------------------

@@ -29,11 +29,9 @@ struct BlockActivations {
   core::Buffer qkv;                      // (N, 3C)
   core::Buffer att;                      // (B, NH, T, T) probabilities before dropout
   core::Buffer atty;                     // (N, C) attention output, heads side by side
-  core::Buffer attproj;                  // (N, C) c_proj output after dropout
   core::Buffer res1;                     // (N, C) x + attention branch
   core::Buffer ln2, ln2_mean, ln2_rstd;  // (N, C), (N), (N)
   core::Buffer fch, fch_gelu;            // (N, F), (N, F)
-  core::Buffer fcproj;                   // (N, C) mlp.c_proj output after dropout
 };
 
 /// Everything the forward pass keeps, for one batch shape (B, T).
@@ -44,6 +42,8 @@ struct Activations {
   core::Buffer encoded;                    // (N, C) wte[tok] + wpe[t], after dropout
   std::vector<BlockActivations> blocks;    // L working sets, or 1 with recomputation (working_set)
   std::vector<core::Buffer> outputs;       // L of (N, C): block l's output, block l+1's input
+  core::Buffer branch;                     // (N, C) workspace, not kept: a branch's output (c_proj,
+                                           // bias, dropout) until the residual add reads it
   core::Buffer lnf, lnf_mean, lnf_rstd;    // (N, C), (N), (N)
   core::Buffer logits;                     // (N, V)
   core::Buffer ce_max, ce_sumexp, losses;  // (N) each

@@ -6,6 +6,8 @@
 // all-reduce sums the LayerNorms' gradients (each rank saw only its rows).
 #include "tp1d/gpt.h"
 
+#include <algorithm>
+
 #include "core/errors.h"
 #include "model/gradient_bucket.h"
 #include "model/vocab_parallel_loss.h"
@@ -29,7 +31,8 @@ GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed
       p_(grid.p()),
       r_(grid.r()),
       recompute_(memory.recompute),
-      sp_(memory.sequence_parallel) {
+      sp_(memory.sequence_parallel),
+      distributed_(memory.recompute == model::Recompute::block && !memory.sequence_parallel) {
   config_.validate();
   check_divisible(config_, p_);
   const int p = p_, r = r_;
@@ -58,19 +61,25 @@ void GPT::ensure_buffers(int B, int T) {
   acts_.B = B, acts_.T = T;
   acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
   acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
-  acts_.encoded = act({Nl, C});
   for (int l = 0; l < model::working_sets(config_, recompute_); ++l) {
     BlockActivations b;
     b.ln1 = act({Nl, C}), b.ln1_mean = act({Nl}), b.ln1_rstd = act({Nl});
     b.qkv = act({N, 3 * Cp});
     b.att = act({B, NHp, T, T});
-    b.atty = act({N, Cp}), b.attproj = act({Nl, C}), b.res1 = act({Nl, C});
+    b.atty = act({N, Cp}), b.res1 = act({Nl, C});
     b.ln2 = act({Nl, C}), b.ln2_mean = act({Nl}), b.ln2_rstd = act({Nl});
     b.fch = act({N, Fp}), b.fch_gelu = act({N, Fp});
-    b.fcproj = act({Nl, C});
     acts_.blocks.push_back(std::move(b));
   }
-  for (int l = 0; l < config_.n_layer; ++l) acts_.outputs.push_back(act({Nl, C}));
+  if (distributed_) {
+    const int64_t piece = (Nl * C + p_ - 1) / p_;
+    for (int l = 0; l < config_.n_layer; ++l) acts_.checkpoints.push_back(act({piece}));
+    for (int k = 0; k < 2; ++k) acts_.whole.push_back(act({p_ * piece}));
+  } else {
+    acts_.encoded = act({Nl, C});
+    for (int l = 0; l < config_.n_layer; ++l) acts_.outputs.push_back(act({Nl, C}));
+  }
+  acts_.branch = tmp({Nl, C});
   acts_.lnf = act({Nl, C}), acts_.lnf_mean = act({Nl}), acts_.lnf_rstd = act({Nl});
   acts_.logits = act({N, Vp});
   acts_.ce_max = act({N}), acts_.ce_sumexp = act({N}), acts_.ce_target = act({N}), acts_.losses = act({N});
@@ -96,6 +105,27 @@ model::ActivationBlock GPT::block_of(int B, int T) const {
 // Block l's working set: its own, or the one every block shares under recomputation.
 BlockActivations& GPT::working_set(int l) {
   return acts_.blocks[recompute_ == model::Recompute::block ? 0 : static_cast<size_t>(l)];
+}
+
+// Block l's input, the residual stream entering it (l = L: the last block's output, ln_f's input):
+// encoded or outputs[l − 1]; with distributed checkpoints the whole buffer of the pair that is l's.
+float* GPT::residual(int l) {
+  if (distributed_) return acts_.whole[static_cast<size_t>(l % 2)].data();
+  return l == 0 ? acts_.encoded.data() : acts_.outputs[static_cast<size_t>(l - 1)].data();
+}
+
+// Keeps rank r's piece r of block l's input, elements [r·piece, (r+1)·piece) of its Nl·C (the
+// last pieces are short or empty: their tails are never read back).
+void GPT::keep_checkpoint(int l) {
+  const int64_t n = acts_.block.Nl * config_.n_embd, piece = acts_.checkpoints[0].numel();
+  const int64_t mine = std::clamp<int64_t>(n - r_ * piece, 0, piece);
+  core::copy_on_device(ctx_, acts_.checkpoints[static_cast<size_t>(l)].data(), residual(l) + r_ * piece, mine);
+}
+
+// Block l's input again, whole: every rank's piece, all-gathered into the buffer it was in.
+void GPT::restore_checkpoint(int l) {
+  const core::Buffer& piece = acts_.checkpoints[static_cast<size_t>(l)];
+  tp().all_gather(residual(l), piece.data(), piece.numel());
 }
 
 // Replicated activations drop the same (canonical) elements on every rank, exactly as the serial
@@ -128,14 +158,14 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   core::copy_to_device(ctx_, acts_.inputs.data(), inputs, N);
   core::copy_to_device(ctx_, acts_.targets.data(), targets, N);
 
-  embedding_forward(w.wte, w.wpe);
-  core::dropout_forward(ctx_, acts_.encoded.data(), acts_.encoded.data(), dropout_spec(0, DropoutSite::embedding));
+  embedding_forward(residual(0), w.wte, w.wpe);
+  core::dropout_forward(ctx_, residual(0), residual(0), dropout_spec(0, DropoutSite::embedding));
 
-  const float* x = acts_.encoded.data();
   for (int l = 0; l < config_.n_layer; ++l) {
-    block_forward(l, x);
-    x = acts_.outputs[static_cast<size_t>(l)].data();
+    if (distributed_) keep_checkpoint(l);
+    block_forward(l, residual(l), residual(l + 1));
   }
+  const float* x = residual(config_.n_layer);
 
   // Final LayerNorm (on my rows), f, my vocabulary's logits, vocab-parallel cross-entropy.
   core::layernorm_forward(ctx_, acts_.lnf.data(), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), x, w.ln_f_w, w.ln_f_b,
@@ -156,26 +186,27 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   return static_cast<float>(sum / static_cast<double>(batch_tokens()));
 }
 
-// Vocab-parallel embedding into acts_.encoded: rows of tokens outside my vocabulary are zero, g
+// Vocab-parallel embedding into out (Nl, C): rows of tokens outside my vocabulary are zero, g
 // sums the ranks, then the positions are added. With sequence parallelism g_sp leaves me my rows
 // of the sum; the positions join the partial sums on rank 0 only (added once, as a bias is), which
 // gives the same sums: every row is one wte row and one wpe row plus zeros.
-void GPT::embedding_forward(const float* wte, const float* wpe) {
+void GPT::embedding_forward(float* out, const float* wte, const float* wpe) {
   const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, Vp = vocab_part(config_, p_), v0 = r_ * Vp;
   if (!sp_) {
-    vocab_parallel_embedding_forward(ctx_, tp(), acts_.encoded.data(), acts_.inputs.data(), wte, N, C, v0, Vp);
-    core::position_add_forward(ctx_, acts_.encoded.data(), wpe, B, T, C);
+    vocab_parallel_embedding_forward(ctx_, tp(), out, acts_.inputs.data(), wte, N, C, v0, Vp);
+    core::position_add_forward(ctx_, out, wpe, B, T, C);
     return;
   }
   float* partial = scratch_.partial.data();  // (N, C)
   core::embedding_forward(ctx_, partial, acts_.inputs.data(), wte, N, C, v0, Vp);
   if (r_ == 0) core::position_add_forward(ctx_, partial, wpe, B, T, C);
-  g_sp_forward(tp(), acts_.encoded.data(), partial, acts_.block.Nl * C);
+  g_sp_forward(tp(), out, partial, acts_.block.Nl * C);
 }
 
-void GPT::block_forward(int l, const float* x) {
+// One block from x into out (Nl, C) each; each branch's output through scratch, as in serial::GPT.
+void GPT::block_forward(int l, const float* x, float* out) {
   BlockActivations& a = working_set(l);
-  float* out = acts_.outputs[static_cast<size_t>(l)].data();
+  float* branch = acts_.branch.data();  // (Nl, C) scratch
   const model::BlockParams& w = param_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, Nl = static_cast<int>(acts_.block.Nl), C = config_.n_embd, Cp = C / p_,
             Fp = config_.ffn() / p_, NHp = config_.n_head / p_;
@@ -186,18 +217,18 @@ void GPT::block_forward(int l, const float* x) {
   column_parallel_forward(a.qkv.data(), a.ln1.data(), w.c_attn_w, w.c_attn_b, 3 * Cp);
   core::attention_forward(ctx_, a.atty.data(), a.att.data(), a.qkv.data(), B, T, Cp, NHp,
                           dropout_spec(l, DropoutSite::attention_probs));
-  row_parallel_forward(a.attproj.data(), a.atty.data(), w.attn_proj_w, w.attn_proj_b, Cp);
-  core::dropout_forward(ctx_, a.attproj.data(), a.attproj.data(), dropout_spec(l, DropoutSite::attn_residual));
-  core::residual_forward(ctx_, a.res1.data(), x, a.attproj.data(), int64_t{Nl} * C);
+  row_parallel_forward(branch, a.atty.data(), w.attn_proj_w, w.attn_proj_b, Cp);
+  core::dropout_forward(ctx_, branch, branch, dropout_spec(l, DropoutSite::attn_residual));
+  core::residual_forward(ctx_, a.res1.data(), x, branch, int64_t{Nl} * C);
 
   // MLP: f → column-parallel c_fc (F/p columns) → GELU → row-parallel c_proj → g → bias.
   core::layernorm_forward(ctx_, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(), w.ln_2_w, w.ln_2_b,
                           Nl, C, eps);
   column_parallel_forward(a.fch.data(), a.ln2.data(), w.c_fc_w, w.c_fc_b, Fp);
   core::gelu_forward(ctx_, a.fch_gelu.data(), a.fch.data(), int64_t{N} * Fp);
-  row_parallel_forward(a.fcproj.data(), a.fch_gelu.data(), w.mlp_proj_w, w.mlp_proj_b, Fp);
-  core::dropout_forward(ctx_, a.fcproj.data(), a.fcproj.data(), dropout_spec(l, DropoutSite::mlp_residual));
-  core::residual_forward(ctx_, out, a.res1.data(), a.fcproj.data(), int64_t{Nl} * C);
+  row_parallel_forward(branch, a.fch_gelu.data(), w.mlp_proj_w, w.mlp_proj_b, Fp);
+  core::dropout_forward(ctx_, branch, branch, dropout_spec(l, DropoutSite::mlp_residual));
+  core::residual_forward(ctx_, out, a.res1.data(), branch, int64_t{Nl} * C);
 }
 
 void GPT::column_parallel_forward(float* out, const float* inp, const float* w, const float* b, int OCp) {
@@ -244,16 +275,17 @@ void GPT::backward() {
                           C, Trans::no, Trans::yes);
     f_backward(tp(), s.d_ln.data(), int64_t{N} * C);
   }
-  const float* x_last = config_.n_layer > 0 ? acts_.outputs.back().data() : acts_.encoded.data();
   core::layernorm_backward(ctx_, {.dinp = core::zeroed(ctx_, s.d_res), .dweight = dw.ln_f_w, .dbias = dw.ln_f_b},
-                           s.d_ln.data(), x_last, w.ln_f_w, acts_.lnf_mean.data(), acts_.lnf_rstd.data(), Nl, C);
+                           s.d_ln.data(), residual(config_.n_layer), w.ln_f_w, acts_.lnf_mean.data(),
+                           acts_.lnf_rstd.data(), Nl, C);
 
   // With recomputation each block first reruns its forward (its collectives too) from its input,
-  // which refills the working set its backward reads.
+  // which refills the working set its backward reads; with distributed checkpoints that input is
+  // first gathered whole from the ranks' pieces.
   for (int l = config_.n_layer - 1; l >= 0; --l) {
-    const float* x = l == 0 ? acts_.encoded.data() : acts_.outputs[static_cast<size_t>(l - 1)].data();
-    if (recompute_ == model::Recompute::block) block_forward(l, x);
-    block_backward(l, x);
+    if (distributed_) restore_checkpoint(l);
+    if (recompute_ == model::Recompute::block) block_forward(l, residual(l), residual(l + 1));
+    block_backward(l, residual(l));
     if (listener_ != nullptr && last_part_) listener_->block_ready(l);
   }
 

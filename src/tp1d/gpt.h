@@ -7,6 +7,8 @@
 // residual adds and their dropouts — is split too: rank r holds rows [r·N/p, (r+1)·N/p) of every
 // (N, C) activation outside the parallel regions. f becomes an all-gather of those rows (and a
 // reduce-scatter backward), g a reduce-scatter (and an all-gather backward); tp1d/mappings.h.
+// With recomputation and without sequence parallelism, each block's input is kept split p ways (Megatron's
+// distributed checkpoints) and all-gathered before the block is rerun.
 #pragma once
 
 #include <cstdint>
@@ -33,11 +35,9 @@ struct BlockActivations {
   core::Buffer qkv;                      // (N, 3Cp) this rank's heads' Q | K | V
   core::Buffer att;                      // (B, NHp, T, T)
   core::Buffer atty;                     // (N, Cp)
-  core::Buffer attproj;                  // (Nl, C) after g, bias and dropout
   core::Buffer res1;                     // (Nl, C)
   core::Buffer ln2, ln2_mean, ln2_rstd;  // (Nl, C), (Nl), (Nl)
   core::Buffer fch, fch_gelu;            // (N, Fp)
-  core::Buffer fcproj;                   // (Nl, C) after g, bias and dropout
 };
 
 struct Activations {
@@ -47,8 +47,16 @@ struct Activations {
   core::Buffer encoded;                  // (Nl, C)
   std::vector<BlockActivations> blocks;  // L working sets, or 1 with recomputation (working_set)
   std::vector<core::Buffer> outputs;     // L of (Nl, C): block l's output, block l+1's input
-  core::Buffer lnf, lnf_mean, lnf_rstd;  // (Nl, C), (Nl), (Nl)
-  core::Buffer logits;                   // (N, Vp) this rank's vocabulary columns, Vp = ⌈V/p⌉
+  // Megatron's distributed checkpoints, with recomputation and without sequence parallelism: each
+  // block's input is kept as this rank's 1/p of it, and encoded and outputs are not allocated;
+  // the whole inputs and outputs of the blocks live in two buffers taken in turn (whole[l % 2] is
+  // block l's input), and the backward pass all-gathers a block's input before rerunning it.
+  std::vector<core::Buffer> checkpoints;  // L of (⌈Nl·C/p⌉): rank r's piece r of block l's input
+  std::vector<core::Buffer> whole;        // 2 of (p·⌈Nl·C/p⌉), the first Nl·C being an (Nl, C)
+  core::Buffer branch;                    // (Nl, C) workspace, not kept: a branch's output (g, bias,
+                                          // dropout) until the residual add reads it
+  core::Buffer lnf, lnf_mean, lnf_rstd;   // (Nl, C), (Nl), (Nl)
+  core::Buffer logits;                    // (N, Vp) this rank's vocabulary columns, Vp = ⌈V/p⌉
   core::Buffer ce_max, ce_sumexp, ce_target, losses;  // (N) each, full-row values after the all-reduces
 };
 
@@ -103,9 +111,12 @@ class GPT {
   int64_t batch_tokens() const { return acts_.block.B * acts_.block.T; }  // the step's tokens
   core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
   BlockActivations& working_set(int l);
-  void embedding_forward(const float* wte, const float* wpe);
+  float* residual(int l);
+  void keep_checkpoint(int l);
+  void restore_checkpoint(int l);
+  void embedding_forward(float* out, const float* wte, const float* wpe);
   void embedding_backward(float* dwte, float* dwpe);
-  void block_forward(int l, const float* x);
+  void block_forward(int l, const float* x, float* out);
   void block_backward(int l, const float* x);
   // A column-parallel linear from my rows of the residual stream, a row-parallel one back to
   // them: f and g, or with sequence parallelism their all-gather / reduce-scatter forms.
@@ -122,7 +133,8 @@ class GPT {
   comm::Grid1D grid_;
   int p_, r_;
   model::Recompute recompute_;
-  bool sp_;  // sequence parallelism
+  bool sp_;           // sequence parallelism
+  bool distributed_;  // distributed checkpoints: recomputation without sequence parallelism
   model::ParamSet params_;
   model::ModelParams param_;  // params_'s values by name
   model::ModelParams grad_;   // params_'s gradients by name

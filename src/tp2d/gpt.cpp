@@ -71,13 +71,13 @@ void GPT::ensure_buffers(int B, int T) {
     b.ln1 = act({Nb, Cb}), b.ln1_mean = act({Nb}), b.ln1_rstd = act({Nb});
     b.qkv = act({Nb, 3 * Cb});
     b.att = act({Bb, NHb, T, T});
-    b.atty = act({Nb, Cb}), b.attproj = act({Nb, Cb}), b.res1 = act({Nb, Cb});
+    b.atty = act({Nb, Cb}), b.res1 = act({Nb, Cb});
     b.ln2 = act({Nb, Cb}), b.ln2_mean = act({Nb}), b.ln2_rstd = act({Nb});
     b.fch = act({Nb, Fb}), b.fch_gelu = act({Nb, Fb});
-    b.fcproj = act({Nb, Cb});
     acts_.blocks.push_back(std::move(b));
   }
   for (int l = 0; l < config_.n_layer; ++l) acts_.outputs.push_back(act({Nb, Cb}));
+  acts_.branch = tmp({Nb, Cb});
   acts_.lnf = act({Nb, Cb}), acts_.lnf_mean = act({Nb}), acts_.lnf_rstd = act({Nb});
   acts_.logits = act({Nb, Vb});
   acts_.ce_max = act({Nb}), acts_.ce_sumexp = act({Nb}), acts_.ce_target = act({Nb}), acts_.losses = act({Nb});
@@ -163,10 +163,12 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   return static_cast<float>(sum / static_cast<double>(batch_tokens()));
 }
 
-// One block, into outputs[l] (the same steps as serial::GPT's, each on tiles).
+// One block, into outputs[l] (the same steps as serial::GPT's, each on tiles; each branch's
+// output through scratch, as there).
 void GPT::block_forward(int l, const float* x) {
   BlockActivations& a = working_set(l);
   float* out = acts_.outputs[static_cast<size_t>(l)].data();
+  float* branch = acts_.branch.data();  // (Nb, Cb) scratch
   const model::BlockParams& w = param_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, Nb = N / q_, C = config_.n_embd, Cb = C / q_, F = config_.ffn(),
             Fb = F / q_, NHb = config_.n_head / q_;
@@ -179,18 +181,18 @@ void GPT::block_forward(int l, const float* x) {
   linear_2d_forward(ctx_, grid_, a.qkv.data(), a.ln1.data(), w.c_attn_w, w.c_attn_b, N, C, 3 * C);
   core::attention_forward(ctx_, a.atty.data(), a.att.data(), a.qkv.data(), B / q_, T, Cb, NHb,
                           dropout_spec(l, DropoutSite::attention_probs));
-  linear_2d_forward(ctx_, grid_, a.attproj.data(), a.atty.data(), w.attn_proj_w, w.attn_proj_b, N, C, C);
-  core::dropout_forward(ctx_, a.attproj.data(), a.attproj.data(), dropout_spec(l, DropoutSite::attn_residual));
-  core::residual_forward(ctx_, a.res1.data(), x, a.attproj.data(), int64_t{Nb} * Cb);
+  linear_2d_forward(ctx_, grid_, branch, a.atty.data(), w.attn_proj_w, w.attn_proj_b, N, C, C);
+  core::dropout_forward(ctx_, branch, branch, dropout_spec(l, DropoutSite::attn_residual));
+  core::residual_forward(ctx_, a.res1.data(), x, branch, int64_t{Nb} * Cb);
 
   // MLP: LayerNorm → c_fc by SUMMA → GELU on my tile → c_proj by SUMMA → bias → dropout → residual.
   layernorm_2d_forward(ctx_, grid_, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(), w.ln_2_w,
                        w.ln_2_b, N, C, eps);
   linear_2d_forward(ctx_, grid_, a.fch.data(), a.ln2.data(), w.c_fc_w, w.c_fc_b, N, C, F);
   core::gelu_forward(ctx_, a.fch_gelu.data(), a.fch.data(), int64_t{Nb} * Fb);
-  linear_2d_forward(ctx_, grid_, a.fcproj.data(), a.fch_gelu.data(), w.mlp_proj_w, w.mlp_proj_b, N, F, C);
-  core::dropout_forward(ctx_, a.fcproj.data(), a.fcproj.data(), dropout_spec(l, DropoutSite::mlp_residual));
-  core::residual_forward(ctx_, out, a.res1.data(), a.fcproj.data(), int64_t{Nb} * Cb);
+  linear_2d_forward(ctx_, grid_, branch, a.fch_gelu.data(), w.mlp_proj_w, w.mlp_proj_b, N, F, C);
+  core::dropout_forward(ctx_, branch, branch, dropout_spec(l, DropoutSite::mlp_residual));
+  core::residual_forward(ctx_, out, a.res1.data(), branch, int64_t{Nb} * Cb);
 }
 
 // ---- backward -----------------------------------------------------------------------------------

@@ -31,11 +31,9 @@ struct BlockActivations {
   core::Buffer qkv;                      // (Nb, 3Cb) head group j's Q | K | V
   core::Buffer att;                      // (Bb, NHb, T, T)
   core::Buffer atty;                     // (Nb, Cb) head group j's outputs = C block j
-  core::Buffer attproj;                  // (Nb, Cb) after SUMMA, bias and dropout
   core::Buffer res1;                     // (Nb, Cb)
   core::Buffer ln2, ln2_mean, ln2_rstd;  // (Nb, Cb), (Nb), (Nb)
   core::Buffer fch, fch_gelu;            // (Nb, Fb)
-  core::Buffer fcproj;                   // (Nb, Cb)
 };
 
 struct Activations {
@@ -46,6 +44,8 @@ struct Activations {
   core::Buffer encoded;                               // (Nb, Cb)
   std::vector<BlockActivations> blocks;               // L working sets, or 1 with recomputation (working_set)
   std::vector<core::Buffer> outputs;                  // L of (Nb, Cb): block l's output, block l+1's input
+  core::Buffer branch;                                // (Nb, Cb) workspace, not kept: a branch's output (SUMMA,
+                                                      // bias, dropout) until the residual add reads it
   core::Buffer lnf, lnf_mean, lnf_rstd;               // (Nb, Cb), (Nb), (Nb)
   core::Buffer logits;                                // (Nb, Vb) vocabulary block j, Vb = ⌈V/q⌉
   core::Buffer ce_max, ce_sumexp, ce_target, losses;  // (Nb) each, full-row values after the row all-reduces

@@ -68,8 +68,8 @@ bool same_bits(const model::ParamSet& a, const model::ParamSet& b) {
 }
 
 // Chapter 5, "What each rank keeps", in floats. Every stage keeps, per block, its output (R·Cr: R
-// rows of the residual stream, Cr of its columns) and a working set: ln1, attproj, res1, ln2, fcproj
-// (5·R·Cr), the two LayerNorms' mean and rstd (4·R), the parallel region's qkv, atty, fch, fch_gelu
+// rows of the residual stream, Cr of its columns) and a working set: ln1, res1, ln2 (3·R·Cr), the
+// two LayerNorms' mean and rstd (4·R), the parallel region's qkv, atty, fch, fch_gelu
 // ((4·N·C + 2·N·F) / s, s the ways its columns are split) and the attention probabilities. Without
 // recomputation there are L working sets, with it one. Outside the blocks: encoded and lnf (2·R·Cr),
 // lnf's statistics (2·R), the logits and the loss's per-token values.
@@ -77,6 +77,9 @@ bool same_bits(const model::ParamSet& a, const model::ParamSet& b) {
 //   1d:     R = N (N/p with sequence        att B·(NH/p)·T²;        logits N·Vp;      loss 4N
 //           parallelism), Cr = C, s = p;
 //   2d:     R = N/q, Cr = C/q, s = q²;      att (B/q)·(NH/q)·T²;    logits (N/q)·Vb;  loss 4N/q
+// 1D with recomputation and without sequence parallelism keeps Megatron's distributed checkpoints
+// instead of encoded and the L outputs: each block's input as a piece of ⌈N·C/p⌉ floats, and two
+// whole buffers of p pieces each that the blocks' inputs and outputs take in turn.
 int64_t activation_floats(const Layout& layout, Recompute recompute, const model::GPTConfig& c, int P, int B, int T) {
   const int64_t L = c.n_layer, C = c.n_embd, F = c.ffn(), NH = c.n_head, N = int64_t{B} * T, TT = int64_t{T} * T;
   int64_t R = N, Cr = C, s = 1, att = B * NH * TT, logits = N * c.vocab_size, loss = 3 * N;
@@ -88,9 +91,14 @@ int64_t activation_floats(const Layout& layout, Recompute recompute, const model
     R = N / q, Cr = C / q, s = q * q, att = (B / q) * (NH / q) * TT;
     logits = (N / q) * tp2d::vocab_block(c, static_cast<int>(q)), loss = 4 * N / q;
   }
-  const int64_t working = 5 * R * Cr + 4 * R + (4 * N * C + 2 * N * F) / s + att;
+  const int64_t working = 3 * R * Cr + 4 * R + (4 * N * C + 2 * N * F) / s + att;
   const int64_t sets = recompute == Recompute::block ? std::min<int64_t>(L, 1) : L;
-  return L * R * Cr + sets * working + 2 * R * Cr + 2 * R + logits + loss;
+  int64_t residual = (L + 1) * R * Cr;  // encoded and the L outputs
+  if (layout.stage == "1d" && recompute == Recompute::block && !layout.sequence_parallel) {
+    const int64_t piece = (N * C + P - 1) / P;
+    residual = L * piece + 2 * P * piece;
+  }
+  return residual + sets * working + R * Cr + 2 * R + logits + loss;
 }
 
 }  // namespace

@@ -255,15 +255,16 @@ namespace {
 int64_t activations_1d(const model::GPTConfig& c, int p, int B, int T) {
   const int64_t L = c.n_layer, C = c.n_embd, F = c.ffn(), NH = c.n_head, N = int64_t{B} * T;
   const int64_t Vp = tp1d::vocab_part(c, p);
-  // per block: ln1, attproj, res1, ln2, fcproj, res2 whole; qkv, atty, fch, fch_gelu split; att split by heads
-  const int64_t block = 6 * N * C + (3 * N * C + N * C + 2 * N * F) / p + int64_t{B} * (NH / p) * T * T + 4 * N;
+  // per block: ln1, res1, ln2, res2 whole; qkv, atty, fch, fch_gelu split; att split by heads
+  const int64_t block = 4 * N * C + (3 * N * C + N * C + 2 * N * F) / p + int64_t{B} * (NH / p) * T * T + 4 * N;
   return L * block + N * C /*encoded*/ + N * C + 2 * N /*lnf*/ + N * Vp /*logits*/ + 4 * N /*loss*/;
 }
 
 int64_t activations_2d(const model::GPTConfig& c, int q, int B, int T) {
   const int64_t L = c.n_layer, C = c.n_embd, F = c.ffn(), NH = c.n_head, N = int64_t{B} * T, Nb = N / q;
   const int64_t Vb = tp2d::vocab_block(c, q);
-  const int64_t block = (10 * N * C + 2 * N * F) / (q * q) + int64_t{B / q} * (NH / q) * T * T + 4 * Nb;
+  // per block: ln1, qkv (3), atty, res1, ln2, res2 and fch, fch_gelu as tiles; att split by batch and heads
+  const int64_t block = (8 * N * C + 2 * N * F) / (q * q) + int64_t{B / q} * (NH / q) * T * T + 4 * Nb;
   return L * block + 2 * N * C / (q * q) /*encoded, lnf*/ + 2 * Nb + Nb * Vb /*logits*/ + 4 * Nb /*loss*/;
 }
 
