@@ -12,22 +12,24 @@
 
 #include "model/activation_block.h"
 #include "model/config.h"
+#include "plan/precision.h"
 
 namespace optimus::plan {
 
 struct PlanOptions {
-  std::string layout = "serial";  // serial, 1d or 2d
-  int ranks = 1;                  // P: 1, p, or q·q (one model copy)
-  int data_parallel = 1;          // D copies of the layout: a world of D·P ranks, r = d·P + t
-  model::GPTConfig config;        // the model's shapes (dropout as given)
-  int batch = 1;                  // B sequences of config.n_positions tokens, the whole step's (B / D a copy's)
-  bool json = false;              // one JSON object instead of tables
-  std::string hardware;           // a profile's name or path; empty: no time model
-  int ranks_per_node = 0;         // 0: the profile's devices_per_node
-  int threads = 1;                // CPU threads per rank (time model)
-  bool overlap = false;           // SUMMA's communication overlapped with its products, data parallelism's
-                                  // gradient all-reduce with the backward pass (time model)
-  model::StageOptions memory;     // recomputation, sequence parallelism (chapter 5)
+  std::string layout = "serial";          // serial, 1d or 2d
+  int ranks = 1;                          // P: 1, p, or q·q (one model copy)
+  int data_parallel = 1;                  // D copies of the layout: a world of D·P ranks, r = d·P + t
+  model::GPTConfig config;                // the model's shapes (dropout as given)
+  int batch = 1;                          // B sequences of config.n_positions tokens, the whole step's (B / D a copy's)
+  bool json = false;                      // one JSON object instead of tables
+  std::string hardware;                   // a profile's name or path; empty: no time model
+  int ranks_per_node = 0;                 // 0: the profile's devices_per_node
+  int threads = 1;                        // CPU threads per rank (time model)
+  bool overlap = false;                   // SUMMA's communication overlapped with its products, data parallelism's
+                                          // gradient all-reduce with the backward pass (time model)
+  model::StageOptions memory;             // recomputation, sequence parallelism (chapter 5)
+  Precision precision = Precision::fp32;  // the bytes and product rates accounted (plan/precision.h)
 };
 
 /// The largest B (up to `limit`) whose training step's peak memory fits `bytes` on the first and
@@ -50,7 +52,8 @@ void require_valid(const PlanOptions& options);
 double host_bytes_lower_bound(const PlanOptions& options);
 
 /// Runs one training step of each rank of ranks_to_run on meta and returns the report: per rank,
-/// memory by category (peak, and held between steps), the op ledger and the communication ledger,
+/// memory by category (peak, and held between steps) and the communication ledger, both at the
+/// options' precision, and the op ledger as the float32 kernels record it,
 /// then the busiest rank (the largest peak memory; ties go to the lowest rank). With a hardware
 /// profile, per rank the predicted time of the step and of a forward pass, the slowest rank, and
 /// the largest batch that fits. A layout, world, batch or profile that does not fit is a
