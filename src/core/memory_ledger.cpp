@@ -32,6 +32,7 @@ static std::string mib(size_t bytes) {
 }
 
 void MemoryLedger::allocate(MemoryCategory c, size_t bytes) {
+  bytes = counted(c, bytes);
   if (budget_ != 0 && current_total_ + bytes > budget_) {
     throw MemoryBudgetExceeded("memory budget exceeded: allocating " + mib(bytes) + " of " + memory_category_name(c) +
                                " would bring this rank to " + mib(current_total_ + bytes) + ", over its budget of " +
@@ -44,6 +45,7 @@ void MemoryLedger::allocate(MemoryCategory c, size_t bytes) {
 }
 
 void MemoryLedger::release(MemoryCategory c, size_t bytes) {
+  bytes = counted(c, bytes);
   if (bytes > current_[index(c)]) {
     throw std::logic_error(std::string("memory ledger: releasing ") + std::to_string(bytes) + " bytes of " +
                            memory_category_name(c) + " but only " + std::to_string(current_[index(c)]) +

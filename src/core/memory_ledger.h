@@ -57,6 +57,10 @@ class MemoryLedger {
   void set_budget(size_t bytes) { budget_ = bytes; }
   /// Forgets the peaks (sets them to the current values), e.g. after initialisation.
   void reset_peaks();
+  /// Counts each 4-byte element of category `c` as `bytes` bytes in allocations and releases from
+  /// now on: the planner's precision accounting (plan/precision.h) on a meta run of float32 code.
+  /// 4, the default, records what Buffers hold.
+  void set_bytes_per_element(MemoryCategory c, int bytes) { element_bytes_[index(c)] = bytes; }
 
   // ---- the pool: what the system has lent, beyond the logical record ----
   /// Blocks asked of the system (aligned_alloc, cudaMalloc) since the ledger was made; a training
@@ -79,8 +83,12 @@ class MemoryLedger {
 
  private:
   static int index(MemoryCategory c) { return static_cast<int>(c); }
+  size_t counted(MemoryCategory c, size_t bytes) const {
+    return bytes / 4 * static_cast<size_t>(element_bytes_[index(c)]) + bytes % 4;
+  }
 
   size_t budget_ = 0;
+  std::array<int, kMemoryCategoryCount> element_bytes_{4, 4, 4, 4, 4, 4};
   std::array<size_t, kMemoryCategoryCount> current_{};
   std::array<size_t, kMemoryCategoryCount> peak_{};
   size_t current_total_ = 0;

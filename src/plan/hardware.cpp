@@ -65,8 +65,7 @@ class Fields {
             .devices_per_link = count(l, "devices_per_link", field + ".devices_per_link")};
   }
 
-  std::vector<MatmulClass> matmul(const Json& rows) const {
-    const std::string field = "matmul_flops_per_s";
+  std::vector<MatmulClass> matmul(const Json& rows, const std::string& field) const {
     if (!rows.is_array() || rows.empty()) fail(field, "must be a list of shape classes");
     std::vector<MatmulClass> classes;
     for (size_t k = 0; k < rows.size(); ++k) {
@@ -179,7 +178,10 @@ HardwareProfile load_hardware(const std::string& name_or_path) {
   h.name = name.get<std::string>();
   h.devices_per_node = f.count(profile, "devices_per_node", "devices_per_node");
   h.device_memory_bytes = static_cast<int64_t>(f.number(profile, "device_memory_bytes", "device_memory_bytes", 1));
-  h.matmul = f.matmul(f.member(profile, "matmul_flops_per_s", "matmul_flops_per_s"));
+  h.matmul = f.matmul(f.member(profile, "matmul_flops_per_s", "matmul_flops_per_s"), "matmul_flops_per_s");
+  if (profile.contains("matmul_bf16_flops_per_s")) {
+    h.matmul_bf16 = f.matmul(profile["matmul_bf16_flops_per_s"], "matmul_bf16_flops_per_s");
+  }
   h.memory_bytes_per_s = f.number(profile, "memory_bytes_per_s", "memory_bytes_per_s", 1);
   h.collective_launch_s = f.number(profile, "collective_launch_s", "collective_launch_s", 0);
   const Json& links = f.member(profile, "links", "links");

@@ -44,6 +44,9 @@ struct HardwareProfile {
   int devices_per_node = 1;
   int64_t device_memory_bytes = 0;
   std::vector<MatmulClass> matmul;  // ordered by bound, the last one unbounded
+  /// Optional: the products' rates in bf16 with fp32 accumulation on tensor cores (or what the
+  /// profile's source says stands for them), by the same shape classes; empty if the profile has none.
+  std::vector<MatmulClass> matmul_bf16;
   double memory_bytes_per_s = 0;
   double collective_launch_s = 0;
   Link intra_node, inter_node;

@@ -40,6 +40,7 @@ StepResult run_on_meta(const PlanOptions& o, int rank, int B, core::MemoryLedger
   step.B = B / o.data_parallel, step.T = o.config.n_positions, step.memory = o.memory;
   step.memory.overlap = o.overlap;  // the meta run holds overlap's second blocks too
   const std::vector<int> tokens(static_cast<size_t>(step.B) * static_cast<size_t>(step.T), 0);  // meta reads none
+  count_at_precision(memory, o.precision);  // the fp32 code's Buffers, counted at the precision's bytes
   auto world = meta_world(o.layout, o.ranks, rank, comm, o.data_parallel);
   const train::DataParallel dp(*world, o.data_parallel);
   if (o.data_parallel > 1) step.data_parallel = &dp;
@@ -57,6 +58,10 @@ RankLedgers run_rank(const PlanOptions& o, int rank) {
     comm::CommLedger comm;
     r.forward = run_on_meta(o, rank, o.batch, memory, ops, comm, &run_forward_pass);
   }
+  // The collectives moved float32; each communicator's bytes at the precision's.
+  r.comm = at_precision(r.comm, o.precision);
+  r.step.comm = at_precision(r.step.comm, o.precision);
+  r.forward.comm = at_precision(r.forward.comm, o.precision);
   return r;
 }
 
@@ -73,11 +78,14 @@ Placement placement_of(const PlanOptions& o, const HardwareProfile& h) {
           .data_parallel = o.data_parallel};
 }
 
+// `h` is the profile at the options' precision (at_precision), and so are the ops the model reads.
 RankTimes time_rank(const PlanOptions& o, const HardwareProfile& h, const RankLedgers& r) {
   const Placement placement = placement_of(o, h);
-  const TimeOptions options{.threads = o.threads, .overlap = o.overlap, .forward_ops = &r.forward.ops};
-  return {predict_time(r.step.ops, r.step.comm, h, placement, r.rank, options),
-          predict_time(r.forward.ops, r.forward.comm, h, placement, r.rank, options)};
+  const core::OpLedger step_ops = at_precision(r.step.ops, o.precision);
+  const core::OpLedger forward_ops = at_precision(r.forward.ops, o.precision);
+  const TimeOptions options{.threads = o.threads, .overlap = o.overlap, .forward_ops = &forward_ops};
+  return {predict_time(step_ops, r.step.comm, h, placement, r.rank, options),
+          predict_time(forward_ops, r.forward.comm, h, placement, r.rank, options)};
 }
 
 nlohmann::json to_json(const TimeBreakdown& t) {
@@ -285,7 +293,7 @@ double host_bytes_lower_bound(const PlanOptions& o) {
 std::string plan_report(const PlanOptions& o) {
   require_valid(o);
   const bool timed = !o.hardware.empty();
-  const HardwareProfile hardware = timed ? load_hardware(o.hardware) : HardwareProfile{};
+  const HardwareProfile hardware = timed ? at_precision(load_hardware(o.hardware), o.precision) : HardwareProfile{};
   std::vector<RankLedgers> ranks;
   std::vector<RankTimes> times;
   for (int r : ranks_to_run(o.ranks, o.data_parallel)) {
@@ -314,6 +322,7 @@ std::string plan_report(const PlanOptions& o) {
                             {"vocab_size", c.vocab_size},
                             {"parameters", c.num_parameters()}}},
                           {"batch", o.batch},
+                          {"precision", to_string(o.precision)},
                           {"recompute", model::to_string(o.memory.recompute)},
                           {"sequence_parallel", o.memory.sequence_parallel},
                           {"busiest_rank", ranks[busiest].rank},
@@ -344,6 +353,7 @@ std::string plan_report(const PlanOptions& o) {
       << c.n_embd << " NH" << c.n_head << " T" << c.n_positions << " V" << c.vocab_size << " (" << c.num_parameters()
       << " parameters), batch " << o.batch << (o.memory.sequence_parallel ? ", sequence parallel" : "")
       << (o.memory.recompute == model::Recompute::block ? ", recompute block" : "")
+      << (o.precision != Precision::fp32 ? std::string(", precision ") + to_string(o.precision) : "")
       << "; one training step on the meta device for " << ranks.size() << " of " << o.ranks * o.data_parallel
       << " ranks; "
       << (timed

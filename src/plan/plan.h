@@ -12,6 +12,7 @@
 
 #include "model/activation_block.h"
 #include "model/config.h"
+#include "plan/precision.h"
 
 namespace optimus::plan {
 
@@ -28,6 +29,8 @@ struct PlanOptions {
   bool overlap = false;           // SUMMA's communication overlapped with its products, data parallelism's
                                   // gradient all-reduce with the backward pass (time model)
   model::StageOptions memory;     // recomputation, sequence parallelism (chapter 5)
+  /// The bytes per element and product rates accounted (plan/precision.h); the kernels run fp32.
+  Precision precision = Precision::fp32;
 };
 
 /// The largest B (up to `limit`) whose training step's peak memory fits `bytes` on the first and
@@ -50,7 +53,8 @@ void require_valid(const PlanOptions& options);
 double host_bytes_lower_bound(const PlanOptions& options);
 
 /// Runs one training step of each rank of ranks_to_run on meta and returns the report: per rank,
-/// memory by category (peak, and held between steps), the op ledger and the communication ledger,
+/// memory by category (peak, and held between steps) and the communication ledger, both at the
+/// options' precision, and the op ledger as the float32 kernels record it,
 /// then the busiest rank (the largest peak memory; ties go to the lowest rank). With a hardware
 /// profile, per rank the predicted time of the step and of a forward pass, the slowest rank, and
 /// the largest batch that fits. A layout, world, batch or profile that does not fit is a

@@ -284,6 +284,12 @@ int main(int argc, char** argv) {
                        "2d: SUMMA's broadcasts and reduces hidden behind its products; --data-parallel: the "
                        "gradients' all-reduce, all but its last bucket, behind the backward pass");
     add_memory_flags(plan_cmd, p_opt.memory);
+    plan_cmd->add_option_function<std::string>(
+        "--precision", [&p_opt](const std::string& name) { p_opt.precision = plan::parse_precision(name); },
+        "the precision accounted (the kernels compute in fp32 either way): fp32 (the default) or bf16-mixed "
+        "(bf16 activations, activation gradients and tensor-parallel communication; fp32 master weights plus a "
+        "bf16 copy, fp32 gradients, AdamW moments and data-parallel all-reduce; products at the profile's "
+        "tensor-core rate)");
 
     try {
       app.parse(argc, argv);

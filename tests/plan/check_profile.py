@@ -35,6 +35,12 @@ def check_profile(path):
         f"matmul_flops_per_s: bounds must rise and end with null (every larger shape), found {bounds}"
     for i, row in enumerate(table):
         check_number(row, f"matmul_flops_per_s[{i}]")
+    bf16 = profile.get("matmul_bf16_flops_per_s")  # optional: the tensor-core rates --precision bf16-mixed reads
+    if bf16 is not None:
+        assert isinstance(bf16, list) and [row.get("min_dim_at_most") for row in bf16] == bounds, \
+            "matmul_bf16_flops_per_s: expected matmul_flops_per_s's shape classes"
+        for i, row in enumerate(bf16):
+            check_number(row, f"matmul_bf16_flops_per_s[{i}]")
     for link in ["intra_node", "inter_node"]:
         for key in ["alpha_s", "beta_s_per_byte", "gamma_s_per_byte", "devices_per_link"]:
             check_number(profile.get("links", {}).get(link, {}).get(key), f"links.{link}.{key}")
