@@ -70,7 +70,8 @@ Placement placement_of(const PlanOptions& o, const HardwareProfile& h) {
   return {.layout = o.layout,
           .ranks = o.ranks,
           .ranks_per_node = o.ranks_per_node > 0 ? o.ranks_per_node : h.devices_per_node,
-          .data_parallel = o.data_parallel};
+          .data_parallel = o.data_parallel,
+          .arrangement = o.memory.placement};
 }
 
 RankTimes time_rank(const PlanOptions& o, const HardwareProfile& h, const RankLedgers& r) {
@@ -273,6 +274,7 @@ void require_valid(const PlanOptions& o) {
   if (o.ranks_per_node < 0) {
     throw core::ConfigError("--ranks-per-node must be 1 or more, but is " + std::to_string(o.ranks_per_node));
   }
+  train::require_placement_fits(o.layout, o.memory.placement, o.ranks);
   o.config.validate();
 }
 
