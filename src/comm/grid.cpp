@@ -1,7 +1,10 @@
-// The grids: the square check and the two splits that make row_comm and col_comm.
+// The grids: the square check, the placement of ranks on the grid, and the splits that make
+// row_comm and col_comm.
 #include "comm/grid.h"
 
+#include <charconv>
 #include <string>
+#include <tuple>
 
 #include "core/errors.h"
 
@@ -17,8 +20,58 @@ int Grid2D::side(int p, const std::string& who) {
                           std::to_string((q + 1) * (q + 1)) + " ranks");
 }
 
-Grid2D::Grid2D(Communicator& world, bool overlap)
-    : world_(&world), q_(side(world.size())), i_(world.rank() / q_), j_(world.rank() % q_), overlap_(overlap) {
+std::string Placement2D::name() const {
+  return row_major() ? "row-major" : std::to_string(rows) + "x" + std::to_string(cols);
+}
+
+Placement2D Placement2D::parse(const std::string& text) {
+  if (text == "row-major") return {};
+  auto number = [](const char* first, const char* last, int& v) {
+    const auto r = std::from_chars(first, last, v);
+    return r.ec == std::errc() && r.ptr == last && v > 0;
+  };
+  const size_t x = text.find('x');
+  Placement2D p;
+  if (x == std::string::npos || !number(text.data(), text.data() + x, p.rows) ||
+      !number(text.data() + x + 1, text.data() + text.size(), p.cols)) {
+    throw core::ConfigError("--placement '" + text.substr(0, 40) +
+                            "' is not a placement; give row-major, or RxC for blocks of R grid rows by C grid "
+                            "columns per node (e.g. 2x2)");
+  }
+  return p;
+}
+
+void Placement2D::check(int q) const {
+  if (row_major() || (q % rows == 0 && q % cols == 0)) return;
+  throw core::ConfigError("--placement " + name() + " cuts the " + std::to_string(q) + "×" + std::to_string(q) +
+                          " grid into blocks of " + std::to_string(rows) + "×" + std::to_string(cols) +
+                          " positions, but " + std::to_string(q) + " is not a multiple of " +
+                          std::to_string(q % rows != 0 ? rows : cols) +
+                          "; choose R and C that divide q, or --placement row-major");
+}
+
+std::pair<int, int> Placement2D::position(int rank, int q) const {
+  if (row_major()) return {rank / q, rank % q};
+  const int block = rank / (rows * cols), inside = rank % (rows * cols);
+  const int blocks_per_row = q / cols;  // blocks side by side along a grid row
+  return {(block / blocks_per_row) * rows + inside / cols, (block % blocks_per_row) * cols + inside % cols};
+}
+
+int Placement2D::rank_at(int i, int j, int q) const {
+  if (row_major()) return i * q + j;
+  const int block = (i / rows) * (q / cols) + j / cols;
+  return block * rows * cols + (i % rows) * cols + j % cols;
+}
+
+Grid2D::Grid2D(Communicator& world, Placement2D placement, bool overlap)
+    : given_(&world), placement_(placement), q_(side(world.size())), overlap_(overlap), world_(&world) {
+  placement_.check(q_);
+  std::tie(i_, j_) = placement_.position(world.rank(), q_);
+  // Renumbered i·q + j, so world()'s reductions add in the row-major run's order.
+  if (!placement_.row_major()) {
+    placed_ = world.split(0, i_ * q_ + j_, world.name());
+    world_ = placed_.get();
+  }
   // Same i → one row, ordered by j; same j → one column, ordered by i.
   row_comm_ = world.split(i_, j_, "row");
   col_comm_ = world.split(j_, i_, "col");

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "comm/grid.h"
 #include "core/ops.h"
 #include "model/config.h"
 
@@ -56,13 +57,14 @@ ActivationBlock place_in_batch(ActivationBlock local, const BatchSlice& slice);
 enum class Recompute { none, block };
 
 /// The choices a stage is built with that leave its mathematics unchanged: chapter 5's memory
-/// techniques (recomputation in every stage, sequence parallelism in the 1D stage only) and
+/// techniques (recomputation in every stage, sequence parallelism in the 1D stage only),
 /// chapter 6's overlap of communication with computation (2D's SUMMA: the next block's transfer in
-/// flight during this block's product).
+/// flight during this block's product), and where the 2D grid's positions sit (chapter 4).
 struct StageOptions {
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
   bool overlap = false;
+  comm::Placement2D placement{};  // 2d only: row-major, or r×c blocks of the grid per node
 };
 
 /// ConfigError when `memory` asks for sequence parallelism of a layout other than 1d.

@@ -75,7 +75,8 @@ Placement placement_of(const PlanOptions& o, const HardwareProfile& h) {
   return {.layout = o.layout,
           .ranks = o.ranks,
           .ranks_per_node = o.ranks_per_node > 0 ? o.ranks_per_node : h.devices_per_node,
-          .data_parallel = o.data_parallel};
+          .data_parallel = o.data_parallel,
+          .arrangement = o.memory.placement};
 }
 
 // `h` is the profile at the options' precision (at_precision), and so are the ops the model reads.
@@ -281,6 +282,7 @@ void require_valid(const PlanOptions& o) {
   if (o.ranks_per_node < 0) {
     throw core::ConfigError("--ranks-per-node must be 1 or more, but is " + std::to_string(o.ranks_per_node));
   }
+  train::require_placement_fits(o.layout, o.memory.placement, o.ranks);
   o.config.validate();
 }
 

@@ -80,7 +80,7 @@ StepResult with_gpt(const std::string& layout, const model::GPTConfig& config, c
   }
   if (layout == "2d") {
     tp2d::check_divisible_2d(config, comm::Grid2D::side(world.size()));  // before the grid's splits
-    comm::Grid2D grid(world, memory.overlap);
+    comm::Grid2D grid(world, memory.placement, memory.overlap);
     tp2d::GPT gpt(config, ctx, seed, grid, memory);
     return run(gpt);
   }
@@ -108,7 +108,7 @@ std::unique_ptr<comm::MetaCommunicator> meta_world(const std::string& layout, in
   comm::SplitSizes splits;
   if (layout == "2d") {
     const int q = comm::Grid2D::side(ranks);
-    splits = {{"row", q}, {"col", q}};
+    splits = {{"row", q}, {"col", q}, {"world", ranks}};  // "world": a block placement's renumbered grid
   }
   if (data_parallel > 1) splits["model"] = ranks, splits["data"] = data_parallel;
   return comm::MetaCommunicator::world(ranks * data_parallel, rank, splits, ledger);

@@ -47,8 +47,9 @@ int group_label(const Placement& p, const std::string& name, int rank) {
   if (name == "model") return d;  // one copy
   if (name == "data") return t;   // the same shard in every copy
   const int q = comm::Grid2D::side(p.ranks);
-  if (name == "row") return d * q + t / q;  // the same copy and i
-  if (name == "col") return d * q + t % q;  // the same copy and j
+  const auto [i, j] = p.arrangement.position(t, q);
+  if (name == "row") return d * q + i;  // the same copy and i
+  if (name == "col") return d * q + j;  // the same copy and j
   throw std::logic_error("the time model knows no communicator '" + name + "'");
 }
 

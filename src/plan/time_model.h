@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/comm_ledger.h"
+#include "comm/grid.h"
 #include "core/op_ledger.h"
 #include "plan/hardware.h"
 
@@ -21,13 +22,16 @@ namespace optimus::plan {
 /// rank r = d·P + t (copy d, rank t inside the copy, as train::DataParallel numbers them), and nodes
 /// are filled in rank order: rank r on node r / ranks_per_node, so a copy's consecutive ranks share
 /// a node when P fits one, and copies on different nodes sum their gradients over the inter-node
-/// link. Inside a copy: 1D's one group is the copy; 2D's rank t = i·q + j talks along its row
-/// {i·q + j'} and its column {i'·q + j}. The data-parallel group of r is {t, P + t, 2P + t, …}.
+/// link. Inside a copy: 1D's one group is the copy; 2D's rank t holds grid position (i, j) =
+/// arrangement.position(t, q) (row-major: t = i·q + j; or r×c blocks of the grid on consecutive
+/// ranks, comm::Placement2D) and talks along its row (the ranks at (i, j')) and its column (at
+/// (i', j)). The data-parallel group of r is {t, P + t, 2P + t, …}.
 struct Placement {
   std::string layout = "serial";  // serial, 1d or 2d
   int ranks = 1;                  // P: one copy's ranks
   int ranks_per_node = 1;
-  int data_parallel = 1;  // D copies of the layout
+  int data_parallel = 1;             // D copies of the layout
+  comm::Placement2D arrangement{};   // 2d: which grid position each rank of a copy holds
 };
 
 /// The ranks of communicator `name` that world rank `rank` belongs to: "world" (every rank),

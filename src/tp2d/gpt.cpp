@@ -48,8 +48,12 @@ GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed
 }
 
 model::SpecOfRank GPT::spec_of() const {
+  // `rank` counts the ranks of the communicator the grid was built on, placed as the grid's are.
   const int q = q_;
-  return [q](const model::ParamInfo& info, int rank) { return spec_2d(info, q, rank / q, rank % q); };
+  return [q, placement = grid_.placement()](const model::ParamInfo& info, int rank) {
+    const auto [i, j] = placement.position(rank, q);
+    return spec_2d(info, q, i, j);
+  };
 }
 
 void GPT::ensure_buffers(int B, int T) {

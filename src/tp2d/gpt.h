@@ -92,7 +92,8 @@ class GPT {
   const Activations& activations() const { return acts_; }
   const core::Context& context() const { return ctx_; }
   const comm::Grid2D& grid() const { return grid_; }
-  /// The shard spec of any parameter on any rank of this layout (for gather).
+  /// The shard spec of any parameter on any rank of this layout (for gather), the ranks numbered as
+  /// in the communicator the grid was built on: placement.position(rank) is that rank's (i, j).
   model::SpecOfRank spec_of() const;
 
  private:

@@ -104,6 +104,7 @@ std::string bench(const BenchOptions& o, comm::World& world) {
   model::GPTConfig config = model::GPTConfig::named(o.model);
   const int B = o.batch, T = config.n_positions, V = config.vocab_size, D = o.data_parallel, K = o.grad_accum;
   require_data_parallel_fits(o.layout, world.size(), D, B, K, T, o.memory.sequence_parallel, o.device.device);
+  require_placement_fits(o.layout, o.memory.placement, world.size() / D);
   const int P = world.size() / D;  // the ranks of one model copy
   if (o.device.device == "cpu") {
     // A rank holds its share of one copy's model and of one micro-batch's activations.

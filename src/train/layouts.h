@@ -60,6 +60,18 @@ inline void require_ranks_fit(const std::string& layout, int ranks, int copies =
   }
 }
 
+/// Throws core::ConfigError, on every rank alike, unless `placement` can place `ranks` ranks of
+/// `layout`: a block placement arranges a 2D grid (its blocks must tile it); serial and 1d have no
+/// grid and take row-major only. Called with require_ranks_fit, before any collective.
+inline void require_placement_fits(const std::string& layout, const comm::Placement2D& placement, int ranks) {
+  if (placement.row_major()) return;
+  if (layout != "2d") {
+    throw core::ConfigError("--placement " + placement.name() + " arranges the grid of the 2d layout, and " + layout +
+                            " has none; use --placement row-major or --layout 2d");
+  }
+  placement.check(comm::Grid2D::side(ranks));
+}
+
 /// The same for the whole world.
 inline void require_world_fits(const std::string& layout, comm::World& world) {
   require_ranks_fit(layout, world.size());
@@ -73,6 +85,7 @@ template <typename Body>
 int with_model_on(const std::string& layout, const model::GPTConfig& config, uint32_t seed, comm::Communicator& group,
                   const core::Context& ctx, const model::StageOptions& memory, Body&& body) {
   if (layout != "1d") model::require_no_sequence_parallel(memory, layout);
+  require_placement_fits(layout, memory.placement, group.size());
   if (layout == "serial") {
     serial::GPT gpt(config, ctx, seed, memory);
     return body(gpt);
@@ -85,7 +98,7 @@ int with_model_on(const std::string& layout, const model::GPTConfig& config, uin
   if (layout == "2d") {
     // Before the grid's splits, so a model the grid cannot cut is one message, no collective.
     tp2d::check_divisible_2d(config, comm::Grid2D::side(group.size()));
-    comm::Grid2D grid(group, memory.overlap);
+    comm::Grid2D grid(group, memory.placement, memory.overlap);
     tp2d::GPT gpt(config, ctx, seed, grid, memory);
     return body(gpt);
   }
@@ -102,6 +115,7 @@ int with_model(const std::string& layout, const model::GPTConfig& config, uint32
                const core::Context& ctx, comm::DeviceComm device_comm, const model::StageOptions& memory, Body&& body) {
   require_world_fits(layout, world);
   if (layout != "1d") model::require_no_sequence_parallel(memory, layout);
+  require_placement_fits(layout, memory.placement, world.size());
   // Before the device communicator and the grid's splits: a model the grid cannot cut is one
   // message, no collective.
   if (layout == "2d") tp2d::check_divisible_2d(config, comm::Grid2D::side(world.size()));

@@ -57,6 +57,15 @@ void add_overlap_flag(CLI::App* app, model::StageOptions& m) {
                 "are bitwise the same)");
 }
 
+// Where the 2D grid's positions sit, shared by train, bench and plan (chapter 4's "Placement").
+void add_placement_option(CLI::App* app, model::StageOptions& m) {
+  app->add_option_function<std::string>(
+      "--placement", [&m](const std::string& text) { m.placement = comm::Placement2D::parse(text); },
+      "2d: which grid position each rank holds: row-major (rank i*q + j at (i, j), the default), or RxC: "
+      "blocks of R grid rows by C grid columns on consecutive ranks, one block per node (2x2 is the Optimus "
+      "code's --rank-rearrange); the results are bitwise the same, only the traffic between nodes changes");
+}
+
 // The checkpoint's model, refused before anything is allocated when this machine cannot hold it at
 // batch B (every rank reads the checkpoint itself: one that cannot fails them all).
 model::GPTConfig checkpoint_model(comm::World& world, const std::string& checkpoint, int B, int ranks) {
@@ -116,6 +125,7 @@ int main(int argc, char** argv) {
     train_cmd->add_option("--layout", t.layout, "serial, 1d or 2d")->capture_default_str();
     add_memory_flags(train_cmd, t.memory);
     add_overlap_flag(train_cmd, t.memory);
+    add_placement_option(train_cmd, t.memory);
     train_cmd
         ->add_option("--data-parallel", t.data_parallel,
                      "copies of the model D: each runs the layout on processes / D ranks and batch / D sequences; "
@@ -246,6 +256,7 @@ int main(int argc, char** argv) {
     train::add_device_flags(bench_cmd, b_opt.device);
     add_memory_flags(bench_cmd, b_opt.memory);
     add_overlap_flag(bench_cmd, b_opt.memory);
+    add_placement_option(bench_cmd, b_opt.memory);
 
     // plan
     plan::PlanOptions p_opt;
@@ -290,6 +301,7 @@ int main(int argc, char** argv) {
         "(bf16 activations, activation gradients and tensor-parallel communication; fp32 master weights plus a "
         "bf16 copy, fp32 gradients, AdamW moments and data-parallel all-reduce; products at the profile's "
         "tensor-core rate)");
+    add_placement_option(plan_cmd, p_opt.memory);
 
     try {
       app.parse(argc, argv);

@@ -614,6 +614,7 @@ int train(TrainOptions o, comm::World& world) {
   o.model.validate();
   require_data_parallel_fits(o.layout, world.size(), D, B, o.grad_accum, T, o.memory.sequence_parallel,
                              o.device.device);
+  require_placement_fits(o.layout, o.memory.placement, world.size() / D);
   note_unused_overlap(world, o.memory.overlap, o.layout, D);
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");

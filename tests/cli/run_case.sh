@@ -140,6 +140,20 @@ case_recompute_unknown() {
   refused "unknown --recompute 'selective'; choose none or block" \
     "$optimus" train --recompute selective "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" --out "$ws/new_run"
 }
+case_placement_unknown() {
+  refused "--placement '2by2' is not a placement; give row-major, or RxC" \
+    "$mpiexec" -np 4 "$optimus" train --layout 2d --placement 2by2 "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" \
+    --out "$ws/new_run"
+}
+case_placement_not_2d() {
+  refused "--placement 2x1 arranges the grid of the 2d layout, and 1d has none" \
+    "$mpiexec" -np 2 "$optimus" train --layout 1d --placement 2x1 "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" \
+    --out "$ws/new_run"
+}
+case_placement_not_tiling() {
+  refused "--placement 3x3 cuts the 4×4 grid into blocks of 3×3 positions, but 4 is not a multiple of 3" \
+    "$optimus" plan --layout 2d --ranks 16 --placement 3x3 --model tiny --batch 4
+}
 case_grad_accum_not_dividing() {
   refused "--grad-accum 3 must be 1 or more and divide --batch 4" \
     "$optimus" train --grad-accum 3 "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" --out "$ws/new_run"

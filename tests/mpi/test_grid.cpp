@@ -1,6 +1,7 @@
 // The grids: Grid1D is the whole world; Grid2D puts rank r at row i = r / q,
-// column j = r % q, with row_comm ordered by j and col_comm ordered by i; a world that is not a
-// square is refused with a ConfigError, identically on every rank and before any communication.
+// column j = r % q (or where its Placement2D says), with row_comm ordered by j and col_comm ordered
+// by i; a world that is not a square, or blocks that do not tile it, are refused with a
+// ConfigError, identically on every rank and before any communication.
 #include <string>
 
 #include "comm/grid.h"
@@ -16,6 +17,7 @@ using optimus::comm::Communicator;
 using optimus::comm::Grid1D;
 using optimus::comm::Grid2D;
 using optimus::comm::MpiCommunicator;
+using optimus::comm::Placement2D;
 using optimus::core::ConfigError;
 
 namespace {
@@ -43,12 +45,12 @@ struct SquareGrid {
   std::unique_ptr<Grid2D> grid;         // null outside the square
 };
 
-SquareGrid square_grid(Communicator& world_comm) {
+SquareGrid square_grid(Communicator& world_comm, Placement2D placement = {}) {
   SquareGrid s;
   s.q = largest_side(world_comm.size());
   const bool inside = world_comm.rank() < s.q * s.q;
   s.group = world_comm.split(inside ? 0 : 1, world_comm.rank(), "square");
-  if (inside) s.grid = std::make_unique<Grid2D>(*s.group);
+  if (inside) s.grid = std::make_unique<Grid2D>(*s.group, placement);
   return s;
 }
 
@@ -143,4 +145,72 @@ TEST_CASE("Grid2D's row_comm and col_comm record into their parent's ledger as \
   MPI_REQUIRE((!grid || ledger.bytes("row", CommOp::all_reduce) == 12));
   MPI_REQUIRE((!grid || ledger.bytes("col", CommOp::broadcast) == 12));
   MPI_REQUIRE((!grid || x[0] == static_cast<float>(s.q)));
+}
+
+TEST_CASE("Placement2D: 2×2 blocks of a 4×4 grid on consecutive ranks, row-major inside a block", "[grid]") {
+  const Placement2D blocks = Placement2D::parse("2x2");
+  MPI_REQUIRE((blocks.rows == 2 && blocks.cols == 2 && blocks.name() == "2x2"));
+  // The rank at each grid position (grid.h's picture): rows 0 1 4 5 / 2 3 6 7 / 8 9 12 13 / 10 11 14 15.
+  const std::vector<int> at = {0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15};
+  bool all = true;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      const int r = at[static_cast<size_t>(i * 4 + j)];
+      all = all && blocks.rank_at(i, j, 4) == r && blocks.position(r, 4) == std::pair{i, j};
+    }
+  }
+  MPI_REQUIRE(all);
+  const Placement2D row_major = Placement2D::parse("row-major");
+  MPI_REQUIRE((row_major.row_major() && row_major.name() == "row-major"));
+  MPI_REQUIRE((row_major.position(6, 4) == std::pair{1, 2} && row_major.rank_at(1, 2, 4) == 6));
+  MPI_REQUIRE((Placement2D::parse("1x2").position(2, 2) == std::pair{1, 0}));  // 1×2: a grid row per block
+  MPI_REQUIRE((Placement2D::parse("2x1").position(1, 2) == std::pair{1, 0}));  // 2×1: a grid column per block
+}
+
+TEST_CASE("Placement2D refuses text that is not row-major or RxC, and blocks that do not tile the grid", "[grid]") {
+  for (const char* bad : {"", "2", "2x", "x2", "0x2", "2x-1", "2x2x", "row", "2X2"}) {
+    MPI_REQUIRE_THROWS_AS(Placement2D::parse(bad), ConfigError);
+  }
+  std::string parse_message, check_message;
+  try {
+    Placement2D::parse("2by2");
+  } catch (const ConfigError& e) {
+    parse_message = e.what();
+  }
+  try {
+    Placement2D::parse("3x2").check(4);
+  } catch (const ConfigError& e) {
+    check_message = e.what();
+  }
+  MPI_REQUIRE(parse_message ==
+              "--placement '2by2' is not a placement; give row-major, or RxC for blocks of R grid rows by C grid "
+              "columns per node (e.g. 2x2)");
+  MPI_REQUIRE(check_message ==
+              "--placement 3x2 cuts the 4×4 grid into blocks of 3×2 positions, but 4 is not a multiple of 3; "
+              "choose R and C that divide q, or --placement row-major");
+}
+
+TEST_CASE("Grid2D in 1×q and q×1 blocks: rank r at placement.position(r); rows by j, columns by i; world() i·q + j",
+          "[grid]") {
+  for (const std::string& text : {"1x" + std::to_string(largest_side(world().size())),
+                                 std::to_string(largest_side(world().size())) + "x1"}) {
+    const Placement2D placement = Placement2D::parse(text);
+    const SquareGrid s = square_grid(world().comm(), placement);
+    const Grid2D* grid = s.grid.get();
+    const int q = s.q, r = world().rank();
+    MPI_REQUIRE((!grid || std::pair{grid->i(), grid->j()} == placement.position(r, q)));
+    MPI_REQUIRE((!grid || (grid->r() == r && grid->world().rank() == grid->i() * q + grid->j())));
+    MPI_REQUIRE((!grid || (grid->row_comm().rank() == grid->j() && grid->col_comm().rank() == grid->i())));
+    std::vector<int32_t> row, col, got_row, got_col;
+    if (grid) {
+      for (int t = 0; t < q; ++t) {
+        row.push_back(placement.rank_at(grid->i(), t, q));
+        col.push_back(placement.rank_at(t, grid->j(), q));
+      }
+      got_row = members(grid->row_comm());
+      got_col = members(grid->col_comm());
+    }
+    MPI_REQUIRE(equal(got_row, row));
+    MPI_REQUIRE(equal(got_col, col));
+  }
 }

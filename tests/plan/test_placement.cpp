@@ -1,0 +1,83 @@
+// The time model sees where the 2D grid's positions sit: with q = 4 and 4 ranks per node, row-major
+// puts each grid row on one node (rows inside nodes, columns across 4), and the Optimus code's 2×2
+// blocks put a 2×2 block on each node (rows and columns each across 2 nodes). Nodes are filled in
+// world-rank order (rank r on node r / ranks_per_node) whatever the placement.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <vector>
+
+#include "comm/comm_ledger.h"
+#include "comm/grid.h"
+#include "core/op_ledger.h"
+#include "plan/hardware.h"
+#include "plan/time_model.h"
+
+using namespace optimus;
+
+namespace {
+
+// The nodes that the ranks of `group` sit on.
+std::set<int> nodes(const std::vector<int>& group, int ranks_per_node) {
+  std::set<int> n;
+  for (int r : group) n.insert(r / ranks_per_node);
+  return n;
+}
+
+// Which link the time model gives rank `rank`'s row and column all-reduces.
+std::pair<std::string, std::string> links(const plan::Placement& placement, int rank) {
+  comm::CommLedger ledger;
+  ledger.record("row", comm::CommOp::all_reduce, 1000, 4);
+  ledger.record("col", comm::CommOp::all_reduce, 1000, 4);
+  plan::HardwareProfile h;
+  h.devices_per_node = 4;
+  h.algorithm.fill(plan::Algorithm::ring);
+  const auto t = plan::predict_time(core::OpLedger{}, ledger, h, placement, rank, {});
+  std::pair<std::string, std::string> out;
+  for (const plan::CollectiveTime& c : t.communication) (c.communicator == "row" ? out.first : out.second) = c.link;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("placement: q = 4, 4 ranks per node, row-major puts each grid row on one node", "[placement]") {
+  const plan::Placement row_major{.layout = "2d", .ranks = 16, .ranks_per_node = 4};
+  CHECK(plan::group_of(row_major, "row", 5) == std::vector<int>{4, 5, 6, 7});
+  CHECK(plan::group_of(row_major, "col", 5) == std::vector<int>{1, 5, 9, 13});
+  for (int r = 0; r < 16; ++r) {
+    CHECK(nodes(plan::group_of(row_major, "row", r), 4) == std::set<int>{r / 4});
+    CHECK(nodes(plan::group_of(row_major, "col", r), 4).size() == 4);
+  }
+  CHECK(links(row_major, 5) == std::pair<std::string, std::string>{"intra_node", "inter_node"});
+}
+
+TEST_CASE("placement: q = 4, 4 ranks per node, 2×2 blocks put a 2×2 block on each node", "[placement]") {
+  const plan::Placement blocks{
+      .layout = "2d", .ranks = 16, .ranks_per_node = 4, .arrangement = comm::Placement2D::parse("2x2")};
+  // Rank 5 holds grid position (0, 3) (comm/grid.h's picture): row 0 is ranks 0 1 4 5, column 3 is 5 7 13 15.
+  CHECK(plan::group_of(blocks, "row", 5) == std::vector<int>{0, 1, 4, 5});
+  CHECK(plan::group_of(blocks, "col", 5) == std::vector<int>{5, 7, 13, 15});
+  for (int r = 0; r < 16; ++r) {
+    const std::set<int> row = nodes(plan::group_of(blocks, "row", r), 4), col = nodes(plan::group_of(blocks, "col", r), 4);
+    CHECK(row.size() == 2);
+    CHECK(col.size() == 2);
+    CHECK(row.count(r / 4) == 1);
+  }
+  // Node 1 (ranks 4..7) holds grid rows 0-1 and columns 2-3.
+  std::set<std::pair<int, int>> block;
+  for (int r = 4; r < 8; ++r) block.insert(blocks.arrangement.position(r, 4));
+  CHECK(block == std::set<std::pair<int, int>>{{0, 2}, {0, 3}, {1, 2}, {1, 3}});
+  CHECK(links(blocks, 5) == std::pair<std::string, std::string>{"inter_node", "inter_node"});
+}
+
+TEST_CASE("placement: with 2 data-parallel copies each copy is placed alike, its ranks counted from d·P", "[placement]") {
+  const plan::Placement two{.layout = "2d",
+                            .ranks = 4,
+                            .ranks_per_node = 2,
+                            .data_parallel = 2,
+                            .arrangement = comm::Placement2D::parse("2x1")};
+  // 2×1 on a 2×2 grid: a node holds a grid column, so rows cross nodes and columns do not.
+  CHECK(plan::group_of(two, "row", 5) == std::vector<int>{5, 7});
+  CHECK(plan::group_of(two, "col", 5) == std::vector<int>{4, 5});
+  CHECK(plan::group_of(two, "data", 5) == std::vector<int>{1, 5});
+}
