@@ -62,7 +62,8 @@ class Fields {
     return {.alpha_s = number(l, "alpha_s", field + ".alpha_s", 0),
             .beta_s_per_byte = number(l, "beta_s_per_byte", field + ".beta_s_per_byte", 0),
             .gamma_s_per_byte = number(l, "gamma_s_per_byte", field + ".gamma_s_per_byte", 0),
-            .devices_per_link = count(l, "devices_per_link", field + ".devices_per_link")};
+            .devices_per_link = count(l, "devices_per_link", field + ".devices_per_link"),
+            .nics_per_node = key == "inter_node" ? count(l, "nics_per_node", field + ".nics_per_node") : 1};
   }
 
   std::vector<MatmulClass> matmul(const Json& rows, const std::string& field) const {

@@ -17,9 +17,10 @@ namespace optimus::plan {
 /// One kind of link a collective can cross.
 struct Link {
   double alpha_s = 0;           // latency per message (per step of an algorithm)
-  double beta_s_per_byte = 0;   // transfer time per byte
+  double beta_s_per_byte = 0;   // transfer time per byte (inter_node: through one NIC)
   double gamma_s_per_byte = 0;  // reduction time per byte reduced
   int devices_per_link = 1;     // devices that share one such link when they all send at once
+  int nics_per_node = 1;        // inter_node only: the node's network ports (NICs), each at 1/beta
 };
 
 /// Products whose smallest dimension is at most `min_dim_at_most` run at `flops_per_s`.

@@ -103,6 +103,8 @@ nlohmann::json to_json(const TimeBreakdown& t) {
                            {"algorithm", c.algorithm},
                            {"link", c.link},
                            {"sharing", c.sharing},
+                           {"nodes", c.nodes},
+                           {"nics", c.nics},
                            {"wire_bytes", c.wire_bytes},
                            {"seconds", c.seconds}});
   }

@@ -69,6 +69,29 @@ int ceil_log2(int p) {
   return steps;
 }
 
+// The links the group of `name` around `rank` crosses. Across nodes: k nodes; its m ranks on this
+// rank's node can reach min(m, N) of the node's N NICs, and the node's g groups of `name` send at
+// once, each at most N/g NICs' worth, so the group's inter-node β is β_NIC / min(m, N, N/g).
+Route route_of(CollectiveTime& c, const HardwareProfile& h, const Placement& placement, const std::string& name,
+               int rank) {
+  const int node = node_of(placement, rank);
+  std::set<int> nodes;
+  int here = 0;
+  for (int r : group_of(placement, name, rank)) {
+    nodes.insert(node_of(placement, r));
+    here += node_of(placement, r) == node ? 1 : 0;
+  }
+  Route route{.intra = h.intra_node, .inter = h.inter_node, .nodes = static_cast<int>(nodes.size())};
+  c.nodes = route.nodes;
+  if (route.nodes > 1) {
+    const int nics = h.inter_node.nics_per_node;
+    c.sharing = groups_on_node(placement, name, node);
+    c.nics = std::min(static_cast<double>(std::min(here, nics)), static_cast<double>(nics) / c.sharing);
+    route.inter.beta_s_per_byte /= c.nics;
+  }
+  return route;
+}
+
 CollectiveTime cost_collective(const std::string& name, comm::CommOp op, const comm::CommLedger& ledger,
                                const HardwareProfile& h, const Placement& placement, int rank) {
   CollectiveTime c;
@@ -80,15 +103,9 @@ CollectiveTime cost_collective(const std::string& name, comm::CommOp op, const c
     c.algorithm = "none", c.link = "none";
     return c;
   }
-  const std::vector<int> group = group_of(placement, name, rank);
-  const bool one_node =
-      std::all_of(group.begin(), group.end(), [&](int r) { return node_of(placement, r) == node_of(placement, rank); });
-  Link link = one_node ? h.intra_node : h.inter_node;
+  const Route route = route_of(c, h, placement, name, rank);
+  const bool one_node = route.nodes == 1;
   c.link = one_node ? "intra_node" : "inter_node";
-  if (!one_node) {
-    c.sharing = std::min(link.devices_per_link, groups_on_node(placement, name, node_of(placement, rank)));
-    link.beta_s_per_byte *= c.sharing;
-  }
   double wire = 0, seconds = 0;
   const auto fit = h.measured.find({p, op});
   if (one_node && fit != h.measured.end()) {  // the machine's own measurement, made inside one node
@@ -98,7 +115,7 @@ CollectiveTime cost_collective(const std::string& name, comm::CommOp op, const c
   } else {
     const Algorithm algorithm = h.algorithm[static_cast<size_t>(op)];
     c.algorithm = algorithm_name(algorithm);
-    seconds = collective_seconds(op, algorithm, n, p, link, wire);
+    seconds = collective_seconds(op, algorithm, n, p, route, wire);
   }
   c.seconds = static_cast<double>(c.calls) * (h.collective_launch_s + seconds);
   c.wire_bytes = static_cast<double>(c.calls) * wire;
@@ -186,8 +203,8 @@ double collective_seconds(comm::CommOp op, Algorithm algorithm, double n, int p,
         wire_bytes = 2 * n * share;
         return (lg + p - 1) * a + wire_bytes * b;
       }
-      wire_bytes = n;  // a pipelined ring: every rank but the last forwards the whole buffer once
-      return (p - 1) * a + n * b + reduce;
+      wire_bytes = n;  // a pipelined ring (NCCL's chain): every rank but the last forwards the whole buffer
+      return a + n * b + reduce;  // NCCL's tuning model charges one step's latency (its base is the launch)
     }
     case CommOp::barrier:
     case CommOp::split:
@@ -195,6 +212,31 @@ double collective_seconds(comm::CommOp op, Algorithm algorithm, double n, int p,
   }
   wire_bytes = 0;
   return 0;
+}
+
+int ring_steps(comm::CommOp op, int p) {
+  if (op == comm::CommOp::all_reduce) return 2 * (p - 1);
+  if (op == comm::CommOp::all_gather || op == comm::CommOp::reduce_scatter) return p - 1;
+  return 0;
+}
+
+int ring_inter_node_steps(comm::CommOp op, int nodes) {
+  return ring_steps(op, nodes);  // NCCL's tuning model: 2(k − 1) and k − 1 on k nodes
+}
+
+// Across nodes (NCCL's tuning model): a ring's s steps, x of them between nodes, cost
+// (s − x)·α_intra + x·α_inter; a chain (broadcast, reduce) one step of the network's latency; every
+// algorithm's bytes move at the slower of the two links, β = max(β_intra, β_inter) (β_inter alone
+// when each rank has a node to itself), and reduce at the inter-node link's γ.
+double collective_seconds(comm::CommOp op, Algorithm algorithm, double n, int p, const Route& route,
+                          double& wire_bytes) {
+  if (route.nodes <= 1) return collective_seconds(op, algorithm, n, p, route.intra, wire_bytes);
+  Link slowest = route.inter;
+  if (p > route.nodes) slowest.beta_s_per_byte = std::max(route.intra.beta_s_per_byte, route.inter.beta_s_per_byte);
+  const double seconds = collective_seconds(op, algorithm, n, p, slowest, wire_bytes);
+  const int steps = ring_steps(op, p), inter = ring_inter_node_steps(op, route.nodes);
+  // The formula charged every ring step α_inter: the intra-node ones take α_intra instead.
+  return seconds + (steps - inter) * (route.intra.alpha_s - route.inter.alpha_s);
 }
 
 TimeBreakdown predict_time(const core::OpLedger& ops, const comm::CommLedger& comm, const HardwareProfile& hardware,

@@ -1,8 +1,9 @@
 // Chapter 4's time model: one rank's ledgers (what its ops and collectives did in a step, counted on
 // the meta device) and a hardware profile give seconds. Compute: products at the profile's matmul
 // rate for their shape class, every other op at its memory bandwidth. Communication: each
-// collective by the α–β–γ cost of its algorithm over the link its group crosses (inside one node or
-// between nodes, a node's shared port divided among the groups that use it at once). Optionally
+// collective by the α–β–γ cost of its algorithm over the links its group crosses (a group that spans
+// nodes as NCCL's tuning model costs it: intra- and inter-node steps at their own latencies, its
+// bandwidth over the node's NICs it can use, shared with the node's other groups). Optionally
 // SUMMA's broadcasts hidden behind its products, and data parallelism's gradient all-reduce behind
 // the backward pass. The chapter states each formula; this file is them.
 #pragma once
@@ -56,7 +57,10 @@ struct CollectiveTime {
   int64_t bytes = 0;      // the ledger's bytes, all calls
   std::string algorithm;  // "ring", "binomial_tree", "scatter_allgather" or "measured"
   std::string link;       // "intra_node" or "inter_node" ("none" for a group of one)
-  int sharing = 1;        // groups sending through one inter-node link at once (β × sharing)
+  int sharing = 1;        // groups of this communicator sending from the node at once (a group that spans nodes)
+  double nics = 1;        // the NICs its inter-node traffic spreads over: min(its ranks on the node, NICs,
+                          // NICs / sharing), fractional when groups share one (β / nics)
+  int nodes = 1;          // the nodes the group spans
   double wire_bytes = 0;  // the β term's bytes, all calls: what the busiest rank of the algorithm sends
   double seconds = 0;
 };
@@ -82,5 +86,23 @@ TimeBreakdown predict_time(const core::OpLedger& ops, const comm::CommLedger& co
 /// `algorithm` (data/hardware/README.md's table), without the launch cost; and in `wire_bytes`
 /// the n-coefficient of its β term.
 double collective_seconds(comm::CommOp op, Algorithm algorithm, double n, int p, const Link& link, double& wire_bytes);
+
+/// What a group that spans `nodes` nodes crosses: hops inside a node over `intra`, hops between
+/// nodes over `inter` (whose β is already the group's share of its node's NICs).
+struct Route {
+  Link intra, inter;
+  int nodes = 1;
+};
+
+/// The same for a group over `route`: on one node, the function above over route.intra; across
+/// nodes, NCCL's tuning model (data/hardware/README.md, "Groups that span nodes").
+double collective_seconds(comm::CommOp op, Algorithm algorithm, double n, int p, const Route& route,
+                          double& wire_bytes);
+
+/// Steps of a ring collective over p ranks (2(p−1) for all_reduce, p−1 for all_gather and
+/// reduce_scatter, 0 otherwise) and of those, on k nodes, the ones that cross nodes (NCCL's count:
+/// 2(k−1), k−1).
+int ring_steps(comm::CommOp op, int p);
+int ring_inter_node_steps(comm::CommOp op, int nodes);
 
 }  // namespace optimus::plan

@@ -42,7 +42,8 @@ def check_profile(path):
         for i, row in enumerate(bf16):
             check_number(row, f"matmul_bf16_flops_per_s[{i}]")
     for link in ["intra_node", "inter_node"]:
-        for key in ["alpha_s", "beta_s_per_byte", "gamma_s_per_byte", "devices_per_link"]:
+        keys = ["alpha_s", "beta_s_per_byte", "gamma_s_per_byte", "devices_per_link"]
+        for key in keys + (["nics_per_node"] if link == "inter_node" else []):
             check_number(profile.get("links", {}).get(link, {}).get(key), f"links.{link}.{key}")
     for op, allowed in ALGORITHMS.items():
         choice = profile.get("collectives", {}).get(op, {})

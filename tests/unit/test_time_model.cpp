@@ -63,8 +63,10 @@ TEST_CASE("time model: each collective's α–β–γ cost is the table's formul
         Approx(2 * (a + n * b) + 2 * n * g));
   CHECK(plan::collective_seconds(CommOp::broadcast, Algorithm::scatter_allgather, n, 4, link, wire) ==
         Approx((2 + 3) * a + 1500 * b));
-  CHECK(plan::collective_seconds(CommOp::broadcast, Algorithm::ring, n, 4, link, wire) == Approx(3 * a + n * b));
-  CHECK(plan::collective_seconds(CommOp::reduce, Algorithm::ring, n, 4, link, wire) == Approx(3 * a + n * b + n * g));
+  // A pipelined ring (NCCL's chain): one step's latency, one pass of the bandwidth term.
+  CHECK(plan::collective_seconds(CommOp::broadcast, Algorithm::ring, n, 4, link, wire) == Approx(a + n * b));
+  CHECK(wire == Approx(n));
+  CHECK(plan::collective_seconds(CommOp::reduce, Algorithm::ring, n, 4, link, wire) == Approx(a + n * b + n * g));
   // p = 5: a tree takes ⌈lg 5⌉ = 3 steps.
   CHECK(plan::collective_seconds(CommOp::broadcast, Algorithm::binomial_tree, n, 5, link, wire) ==
         Approx(3 * (a + n * b)));
@@ -184,7 +186,8 @@ TEST_CASE("time model: D data-parallel copies, world rank d·P + t, nodes filled
   const auto u = plan::predict_time(core::OpLedger{}, comm, toy(), one_node, 3, {});
   for (const plan::CollectiveTime& c : u.communication) CHECK(c.link == "intra_node");
   CHECK(u.time_sharing == 1.0);
-  // 4 serial copies on 2-rank nodes: one data group of 4 across two nodes, one group per node.
+  // 4 serial copies on 2-rank nodes: one data group of 4 across two nodes, one group per node. Its
+  // ring's 6 steps: 2(k − 1) = 2 between the nodes at α_inter, the other 4 inside them at α_intra.
   comm::CommLedger data;
   data.record("data", CommOp::all_reduce, 4000, 4);
   const plan::Placement serial{.layout = "serial", .ranks = 1, .ranks_per_node = 2, .data_parallel = 4};
@@ -192,7 +195,8 @@ TEST_CASE("time model: D data-parallel copies, world rank d·P + t, nodes filled
   REQUIRE(v.communication.size() == 1);
   CHECK(v.communication[0].sharing == 1);
   CHECK(v.communication[0].seconds ==
-        Approx(1e-6 + 6 * out.alpha_s + 2 * 4000 * 0.75 * out.beta_s_per_byte + 4000 * 0.75 * out.gamma_s_per_byte));
+        Approx(1e-6 + 4 * in.alpha_s + 2 * out.alpha_s + 2 * 4000 * 0.75 * out.beta_s_per_byte +
+               4000 * 0.75 * out.gamma_s_per_byte));
 }
 
 TEST_CASE("time model: overlap hides the data-parallel all-reduce but its last three buckets, up to the backward pass",
@@ -239,4 +243,114 @@ TEST_CASE("time model: overlap hides the data-parallel all-reduce but its last t
             .hidden_s == 0.0);
   // Without the forward pass's ops the backward pass is unknown: nothing is hidden.
   CHECK(plan::predict_time(step, small, toy(), placement, 0, {.threads = 1, .overlap = true}).hidden_s == 0.0);
+}
+
+namespace {
+
+// The one collective of `comm` costed for `rank` of `placement` on `h`.
+plan::CollectiveTime only(const comm::CommLedger& comm, const plan::HardwareProfile& h,
+                          const plan::Placement& placement, int rank) {
+  const auto t = plan::predict_time(core::OpLedger{}, comm, h, placement, rank, {});
+  REQUIRE(t.communication.size() == 1);
+  return t.communication[0];
+}
+
+}  // namespace
+
+TEST_CASE("time model: a ring across nodes charges its intra-node steps α_intra and its 2(k − 1) or k − 1 "
+          "inter-node steps α_inter (NCCL's tuning model)",
+          "[time_model]") {
+  const plan::HardwareProfile h = toy();  // one NIC per node
+  const plan::Link in = h.intra_node, out = h.inter_node;
+  const double n = 8000;
+  // 1D on 8 ranks, 4 per node: k = 2 nodes, one group, its 4 ranks on the node share its one NIC.
+  const plan::Placement two{.layout = "1d", .ranks = 8, .ranks_per_node = 4};
+  comm::CommLedger all_reduce, all_gather, reduce_scatter;
+  all_reduce.record("world", CommOp::all_reduce, static_cast<int64_t>(n), 8);
+  all_gather.record("world", CommOp::all_gather, static_cast<int64_t>(n), 8);
+  reduce_scatter.record("world", CommOp::reduce_scatter, static_cast<int64_t>(n), 8);
+  // all_reduce: 14 steps, 2 between nodes; the bytes at the slower link, max(β_intra, β_NIC) = β_inter.
+  const plan::CollectiveTime ar = only(all_reduce, h, two, 5);
+  CHECK(ar.nodes == 2);
+  CHECK(ar.nics == 1.0);
+  CHECK(ar.seconds == Approx(1e-6 + 12 * in.alpha_s + 2 * out.alpha_s + 2 * n * 7 / 8 * out.beta_s_per_byte +
+                             n * 7 / 8 * out.gamma_s_per_byte));
+  // all_gather and reduce_scatter: 7 steps, 1 between nodes.
+  CHECK(only(all_gather, h, two, 0).seconds ==
+        Approx(1e-6 + 6 * in.alpha_s + 1 * out.alpha_s + n * 7 / 8 * out.beta_s_per_byte));
+  CHECK(only(reduce_scatter, h, two, 0).seconds ==
+        Approx(1e-6 + 6 * in.alpha_s + 1 * out.alpha_s + n * 7 / 8 * (out.beta_s_per_byte + out.gamma_s_per_byte)));
+  // 1D on 6 ranks, 2 per node: k = 3, all_reduce's 10 steps, 4 of them between nodes.
+  comm::CommLedger six;
+  six.record("world", CommOp::all_reduce, static_cast<int64_t>(n), 6);
+  const plan::Placement three{.layout = "1d", .ranks = 6, .ranks_per_node = 2};
+  CHECK(only(six, h, three, 0).seconds == Approx(1e-6 + 6 * in.alpha_s + 4 * out.alpha_s +
+                                                 2 * n * 5 / 6 * out.beta_s_per_byte + n * 5 / 6 * out.gamma_s_per_byte));
+  CHECK(plan::ring_steps(CommOp::all_reduce, 6) == 10);
+  CHECK(plan::ring_inter_node_steps(CommOp::all_reduce, 3) == 4);
+  CHECK(plan::ring_inter_node_steps(CommOp::all_gather, 3) == 2);
+  CHECK(plan::ring_steps(CommOp::broadcast, 6) == 0);
+}
+
+TEST_CASE("time model: broadcast and reduce as NCCL's chain: one step's latency (the network's across nodes), "
+          "bandwidth n·β",
+          "[time_model]") {
+  plan::HardwareProfile h = toy();
+  h.algorithm.fill(Algorithm::ring);
+  const plan::Link in = h.intra_node, out = h.inter_node;
+  const double n = 5000;
+  comm::CommLedger broadcast, reduce;
+  broadcast.record("world", CommOp::broadcast, static_cast<int64_t>(n), 8);
+  reduce.record("world", CommOp::reduce, static_cast<int64_t>(n), 8);
+  const plan::Placement one{.layout = "1d", .ranks = 8, .ranks_per_node = 8};
+  const plan::Placement two{.layout = "1d", .ranks = 8, .ranks_per_node = 4};
+  // One node of 8 (time-shared 2 ways on the toy's 4 devices): launch + α_intra + n·β_intra, twice.
+  CHECK(only(broadcast, h, one, 0).seconds == Approx(2 * (1e-6 + in.alpha_s + n * in.beta_s_per_byte)));
+  // Two nodes of 4: launch + α_inter + n·max(β_intra, β_inter); the reduce adds n·γ_inter.
+  CHECK(only(broadcast, h, two, 0).seconds == Approx(1e-6 + out.alpha_s + n * out.beta_s_per_byte));
+  CHECK(only(reduce, h, two, 0).seconds ==
+        Approx(1e-6 + out.alpha_s + n * out.beta_s_per_byte + n * out.gamma_s_per_byte));
+  CHECK(only(reduce, h, two, 0).wire_bytes == Approx(n));
+}
+
+TEST_CASE("time model: a group across nodes gets min(its ranks on the node, NICs, NICs / groups) of its node's NICs",
+          "[time_model]") {
+  plan::HardwareProfile h = toy();
+  h.algorithm.fill(Algorithm::ring);
+  h.devices_per_node = 8;
+  h.inter_node.nics_per_node = 4;
+  const plan::Link in = h.intra_node, out = h.inter_node;
+  const double n = 1000;
+  comm::CommLedger world;
+  world.record("world", CommOp::all_gather, static_cast<int64_t>(n), 16);
+  // 1D on 16 ranks, 8 per node: one group, 8 ranks on the node, 4 NICs: min(8, 4, 4/1) = 4.
+  // β_NIC / 4 = 2.5e-9 is still slower than β_intra = 1e-9: the bytes go at 2.5e-9.
+  const plan::Placement two{.layout = "1d", .ranks = 16, .ranks_per_node = 8};
+  const plan::CollectiveTime ag = only(world, h, two, 0);
+  CHECK(ag.nics == 4.0);
+  CHECK(ag.sharing == 1);
+  CHECK(ag.seconds == Approx(1e-6 + 14 * in.alpha_s + 1 * out.alpha_s + n * 15 / 16 * 2.5e-9));
+  // With a network 8 times as fast per NIC, β_NIC / 4 = 0.25e-9 beats the intra-node link: β_intra.
+  plan::HardwareProfile fast = h;
+  fast.inter_node.beta_s_per_byte = 1e-9;
+  CHECK(only(world, fast, two, 0).seconds == Approx(1e-6 + 14 * in.alpha_s + 1 * out.alpha_s + n * 15 / 16 * 1e-9));
+
+  // 2D on 4 × 4, 8 ranks (two rows) per node: each column has m = 2 ranks on the node, and the
+  // node's 4 columns send at once: min(2, 4, 4/4) = 1 NIC each; with 8 NICs, min(2, 8, 8/4) = 2.
+  comm::CommLedger col;
+  col.record("col", CommOp::broadcast, static_cast<int64_t>(n), 4);
+  const plan::Placement grid{.layout = "2d", .ranks = 16, .ranks_per_node = 8};
+  const plan::CollectiveTime shared = only(col, h, grid, 0);
+  CHECK(shared.sharing == 4);
+  CHECK(shared.nics == 1.0);
+  CHECK(shared.seconds == Approx(1e-6 + out.alpha_s + n * out.beta_s_per_byte));
+  plan::HardwareProfile eight = h;
+  eight.inter_node.nics_per_node = 8;
+  CHECK(only(col, eight, grid, 0).nics == 2.0);
+  CHECK(only(col, eight, grid, 0).seconds == Approx(1e-6 + out.alpha_s + n * out.beta_s_per_byte / 2));
+  // One NIC for the 4 columns: a quarter each, β × 4.
+  plan::HardwareProfile one = h;
+  one.inter_node.nics_per_node = 1;
+  CHECK(only(col, one, grid, 0).nics == 0.25);
+  CHECK(only(col, one, grid, 0).seconds == Approx(1e-6 + out.alpha_s + n * 4 * out.beta_s_per_byte));
 }
