@@ -64,7 +64,7 @@ def toy_profile(folder):
         "matmul_flops_per_s": [{"min_dim_at_most": None, "value": 1e9, "source": "a test"}],
         "matmul_bf16_flops_per_s": [{"min_dim_at_most": None, "value": 16e9, "source": "a test"}],
         "memory_bytes_per_s": number(1e9), "collective_launch_s": number(0),
-        "links": {"intra_node": link, "inter_node": link},
+        "links": {"intra_node": link, "inter_node": {**link, "nics_per_node": number(1)}},
         "collectives": {op: {"algorithm": "ring", "reason": "a test"}
                         for op in ["all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter"]},
     }
