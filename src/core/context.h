@@ -27,6 +27,7 @@ struct Context {
   Device device = Device::cpu;
   MemoryLedger* ledger = &MemoryLedger::host();
   OpLedger* ops = nullptr;        // records every op's cost; nullptr records nothing
+  OpClock* clock = nullptr;       // times every op's CPU code by kind; nullptr times nothing
   int cuda_device = -1;           // the GPU's index when device == cuda
   void* cuda_stream = nullptr;    // cudaStream_t when device == cuda
   void* cublas_handle = nullptr;  // cublasHandle_t when device == cuda

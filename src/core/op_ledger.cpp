@@ -94,4 +94,14 @@ std::string OpLedger::report() const {
   return out.str();
 }
 
+OpStopwatch::OpStopwatch(OpClock* clock, OpKind kind) : clock_(clock), kind_(kind) {
+  if (clock_ != nullptr) start_ = std::chrono::steady_clock::now();
+}
+
+OpStopwatch::~OpStopwatch() {
+  if (clock_ == nullptr) return;
+  clock_->seconds[static_cast<size_t>(kind_)] +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
 }  // namespace optimus::core

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -90,6 +91,28 @@ class OpLedger {
 
  private:
   std::array<Totals, kOpKindCount> by_kind_{};
+};
+
+/// Wall-clock seconds the CPU spent in each kind of op, summed over calls, when a context carries
+/// one (core::Context::clock; dispatch.h starts and stops the clock around each op's CPU code).
+/// `optimus bench --op-times` reports them; scripts/calibrate turns them into each kind's rate.
+struct OpClock {
+  std::array<double, kOpKindCount> seconds{};
+  void clear() { seconds = {}; }
+};
+
+/// Times one op into a clock from its construction to the end of its scope; nothing without a clock.
+class OpStopwatch {
+ public:
+  OpStopwatch(OpClock* clock, OpKind kind);
+  ~OpStopwatch();
+  OpStopwatch(const OpStopwatch&) = delete;
+  OpStopwatch& operator=(const OpStopwatch&) = delete;
+
+ private:
+  OpClock* clock_;
+  OpKind kind_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace optimus::core

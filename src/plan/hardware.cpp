@@ -66,6 +66,23 @@ class Fields {
             .nics_per_node = key == "inter_node" ? count(l, "nics_per_node", field + ".nics_per_node") : 1};
   }
 
+  // {"attention": {"value": FLOP/s, …}, "elementwise": {"value": bytes/s, …}, …}: any kinds but matmul.
+  std::array<double, core::kOpKindCount> op_rates(const Json& rates) const {
+    if (!rates.is_object()) fail("op_rates", "must be an object of op kinds");
+    std::array<double, core::kOpKindCount> out{};
+    for (const auto& [key, value] : rates.items()) {
+      int k = 0;
+      while (k < core::kOpKindCount && key != core::op_kind_name(static_cast<core::OpKind>(k))) ++k;
+      if (k == core::kOpKindCount || static_cast<core::OpKind>(k) == core::OpKind::matmul) {
+        fail("op_rates." + key,
+             "is not an op kind other than matmul (attention, layernorm, crossentropy, "
+             "elementwise, reduction, embedding, optimizer)");
+      }
+      out[static_cast<size_t>(k)] = number(rates, key, "op_rates." + key, std::numeric_limits<double>::min());
+    }
+    return out;
+  }
+
   std::vector<MatmulClass> matmul(const Json& rows, const std::string& field) const {
     if (!rows.is_array() || rows.empty()) fail(field, "must be a list of shape classes");
     std::vector<MatmulClass> classes;
@@ -193,6 +210,7 @@ HardwareProfile load_hardware(const std::string& name_or_path) {
                           comm::CommOp::all_gather, comm::CommOp::reduce_scatter}) {
     h.algorithm[static_cast<size_t>(op)] = f.algorithm(collectives, op);
   }
+  if (profile.contains("op_rates")) h.op_rate = f.op_rates(profile["op_rates"]);
   if (profile.contains("measurements")) h.measured = f.fits(profile["measurements"]);
   return h;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comm/comm_ledger.h"
+#include "core/op_ledger.h"
 
 namespace optimus::plan {
 
@@ -49,6 +50,11 @@ struct HardwareProfile {
   /// profile's source says stands for them), by the same shape classes; empty if the profile has none.
   std::vector<MatmulClass> matmul_bf16;
   double memory_bytes_per_s = 0;
+  /// Optional (scripts/calibrate's measurement, from `optimus bench --op-times`): the rate each kind
+  /// of op other than matmul ran at on this machine, on one thread — attention in FLOP/s, every
+  /// other kind in bytes (read + written) per second; 0 for a kind the profile does not rate, which
+  /// the model then costs at memory_bytes_per_s (attention at the matmul classes).
+  std::array<double, core::kOpKindCount> op_rate{};
   double collective_launch_s = 0;
   Link intra_node, inter_node;
   std::array<Algorithm, comm::kCommOpCount> algorithm{};  // by CommOp (barrier and split unused)

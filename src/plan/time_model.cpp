@@ -18,10 +18,14 @@ bool is_product(core::OpKind kind) {
   return kind == core::OpKind::matmul || kind == core::OpKind::attention;
 }
 
-// Products: their FLOPs at the rate of their shape class (times the threads). Everything else:
-// its bytes at the memory bandwidth.
+// Products: their FLOPs at the rate of their shape class. Everything else: its bytes at the memory
+// bandwidth, or at the rate the profile measured for its kind (attention: its FLOPs at its measured
+// rate). Measured rates and products run `threads` times as fast with that many threads per rank.
 double kind_seconds(const core::OpLedger::Totals& t, core::OpKind kind, const HardwareProfile& h, int threads) {
-  if (!is_product(kind)) return static_cast<double>(t.bytes_read + t.bytes_written) / h.memory_bytes_per_s;
+  const double rate = h.op_rate[static_cast<size_t>(kind)];
+  const double bytes = static_cast<double>(t.bytes_read + t.bytes_written);
+  if (kind == core::OpKind::attention && rate > 0) return static_cast<double>(t.flops) / (rate * threads);
+  if (!is_product(kind)) return rate > 0 ? bytes / (rate * threads) : bytes / h.memory_bytes_per_s;
   double seconds = 0;
   for (const auto& [min_dim, flops] : t.flops_by_min_dim) {
     seconds += static_cast<double>(flops) / (h.matmul_rate(min_dim) * threads);
@@ -203,7 +207,7 @@ double collective_seconds(comm::CommOp op, Algorithm algorithm, double n, int p,
         wire_bytes = 2 * n * share;
         return (lg + p - 1) * a + wire_bytes * b;
       }
-      wire_bytes = n;  // a pipelined ring (NCCL's chain): every rank but the last forwards the whole buffer
+      wire_bytes = n;             // a pipelined ring (NCCL's chain): every rank but the last forwards the whole buffer
       return a + n * b + reduce;  // NCCL's tuning model charges one step's latency (its base is the launch)
     }
     case CommOp::barrier:

@@ -1,6 +1,7 @@
 // Chapter 4's time model: one rank's ledgers (what its ops and collectives did in a step, counted on
 // the meta device) and a hardware profile give seconds. Compute: products at the profile's matmul
-// rate for their shape class, every other op at its memory bandwidth. Communication: each
+// rate for their shape class, every other op at the rate the profile measured for its kind, or at
+// its memory bandwidth where it has none. Communication: each
 // collective by the α–β–γ cost of its algorithm over the links its group crosses (a group that spans
 // nodes as NCCL's tuning model costs it: intra- and inter-node steps at their own latencies, its
 // bandwidth over the node's NICs it can use, shared with the node's other groups). Optionally
@@ -31,8 +32,8 @@ struct Placement {
   std::string layout = "serial";  // serial, 1d or 2d
   int ranks = 1;                  // P: one copy's ranks
   int ranks_per_node = 1;
-  int data_parallel = 1;             // D copies of the layout
-  comm::Placement2D arrangement{};   // 2d: which grid position each rank of a copy holds
+  int data_parallel = 1;            // D copies of the layout
+  comm::Placement2D arrangement{};  // 2d: which grid position each rank of a copy holds
 };
 
 /// The ranks of communicator `name` that world rank `rank` belongs to: "world" (every rank),

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -97,6 +98,9 @@ void require_bench_options(const BenchOptions& o) {
         "--max-batch-budget searches the batch of one model copy in one pass, so it takes neither --data-parallel "
         "nor --grad-accum; leave them at 1 (a copy's batch under data parallelism is the same search)");
   }
+  if (o.op_times && o.device.device != "cpu") {
+    throw core::ConfigError("--op-times times the CPU's ops; it takes --device cpu (a GPU's ops run asynchronously)");
+  }
   model::GPTConfig::named(o.model);  // an unknown name is a ConfigError
 }
 
@@ -113,7 +117,9 @@ std::string bench(const BenchOptions& o, comm::World& world) {
                    "use a smaller --batch or more processes");
   }
   // The host ledger on the CPU (as before the GPU path), the device ledger on a GPU.
-  const core::Context ctx = make_context(o.device, world);
+  core::OpClock clock;  // --op-times: each kind's time in the step
+  core::Context ctx = make_context(o.device, world);
+  if (o.op_times) ctx.clock = &clock;
   core::MemoryLedger& ledger = *ctx.ledger;
   // The machine's matrix-product rate first, before the model takes its memory. Every rank
   // measures at the same time, so the machine's rate is the sum over ranks.
@@ -122,6 +128,7 @@ std::string bench(const BenchOptions& o, comm::World& world) {
   std::vector<int> inputs, targets;
   bench_tokens(inputs, targets, B, T, V);
   std::vector<double> step_ms, forward_ms, data_parallel_ms;
+  std::array<std::vector<double>, core::kOpKindCount> op_ms;  // per kind, one entry per measured step
   comm::CommLedger step_comm;
   DataParallel dp(world, D);
   auto timed = [&](auto& gpt) {
@@ -132,6 +139,7 @@ std::string bench(const BenchOptions& o, comm::World& world) {
       world.comm().barrier();  // start every step together, so rank 0's clock times the slowest rank too
       const auto before = world.comm().ledger().snapshot();
       const auto t0 = Clock::now();
+      clock.clear();
       gpt.params().zero_grads();
       loss_over_copies(gpt, dp, accumulate_gradients(gpt, dp, inputs.data(), targets.data(), B, T, K, s));
       // The time the backward pass spent in the sum over the copies: starting its all-reduces, and
@@ -141,6 +149,7 @@ std::string bench(const BenchOptions& o, comm::World& world) {
       opt.update(gpt.params(), 1e-4f);
       core::synchronize(ctx);  // the step ends when the GPU has done it
       if (s >= o.warmup) step_ms.push_back(ms_since(t0)), data_parallel_ms.push_back(summed_ms);
+      for (size_t k = 0; k < op_ms.size() && s >= o.warmup; ++k) op_ms[k].push_back(1e3 * clock.seconds[k]);
       step_comm = world.comm().ledger().since(before);
     }
     // A forward pass of the whole batch: each copy its share, in the training step's micro-batches.
@@ -191,7 +200,17 @@ std::string bench(const BenchOptions& o, comm::World& world) {
   }
   comm += "}";
 
-  char line[2048];
+  // --op-times: the step's median time in each kind of op, on rank 0.
+  std::string op_times;
+  for (int k = 0; o.op_times && k < core::kOpKindCount; ++k) {
+    char item[96];
+    std::snprintf(item, sizeof item, "%s\"%s\": %.3f", k == 0 ? "" : ", ",
+                  core::op_kind_name(static_cast<core::OpKind>(k)), median(op_ms[static_cast<size_t>(k)]));
+    op_times += item;
+  }
+  if (o.op_times) op_times = ", \"op_ms\": {" + op_times + "}";
+
+  char line[4096];
   std::snprintf(
       line, sizeof line,
       "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"recompute\": \"%s\", "
@@ -200,12 +219,12 @@ std::string bench(const BenchOptions& o, comm::World& world) {
       "\"threads\": %d, \"steps\": %d, \"step_ms\": %.3f, \"data_parallel_ms\": %.3f, \"forward_ms\": %.3f, "
       "\"tokens_per_s\": %.1f, "
       "\"flops_per_token\": \"6N + 6*L*C*T\", \"gflops\": %.2f, \"matmul_gflops\": %.2f, "
-      "\"fraction_of_matmul\": %.3f, \"peak_memory_mib\": %s, \"comm_per_step\": %s}",
+      "\"fraction_of_matmul\": %.3f, \"peak_memory_mib\": %s, \"comm_per_step\": %s%s}",
       o.layout.c_str(), world.size(), model::to_string(o.memory.recompute).c_str(),
       o.memory.sequence_parallel ? "true" : "false", o.memory.overlap ? "true" : "false", D, K, o.device.device.c_str(),
       o.model.c_str(), B, T, config.n_layer, config.n_embd, config.n_head, V, n_params, omp_get_max_threads(), o.steps,
       step, median(data_parallel_ms), fwd, 1e3 * tokens / step, gflops, matmul, gflops / matmul, mem.c_str(),
-      comm.c_str());
+      comm.c_str(), op_times.c_str());
   return line;
 }
 

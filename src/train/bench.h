@@ -2,7 +2,8 @@
 // backward, clipping, AdamW) and forward-only time over several steps after a warm-up, tokens/s,
 // model FLOP/s by the formula (6N + 6·L·C·T) FLOPs per token, the fraction of this machine's
 // measured matrix-product rate (summed over the ranks, each measuring at the same time), the ledger's peak memory by
-// category and the communication of one training step per rank (calls and bytes by operation). One JSON line per run.
+// category and the communication of one training step per rank (calls and bytes by operation); with --op-times
+// also the step's time in each kind of op (core::OpClock). One JSON line per run.
 // With --data-parallel D the world holds D copies of the layout (train::DataParallel), each timing
 // its B / D sequences, and the step ends with the trainer's sum of the gradients over the copies,
 // whose time is also reported alone; with --grad-accum K each copy runs its share in K passes.
@@ -30,6 +31,7 @@ struct BenchOptions {
   int steps = 7;                  // measured steps (the median is reported)
   int warmup = 2;                 // steps run first and not measured
   double budget_mib = 0;          // > 0: instead of timing, find the largest batch that fits this per rank
+  bool op_times = false;          // also time each kind of op in the training step (the CPU only)
   model::StageOptions memory;     // recomputation, sequence parallelism (chapter 5)
   DeviceOptions device;           // --device, --device-comm
 };

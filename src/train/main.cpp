@@ -253,6 +253,9 @@ int main(int argc, char** argv) {
     bench_cmd->add_option("--warmup", b_opt.warmup, "unmeasured steps first")->capture_default_str();
     bench_cmd->add_option("--max-batch-budget", b_opt.budget_mib,
                           "instead of timing: the largest batch whose training step fits this many MiB per rank");
+    bench_cmd->add_flag("--op-times", b_opt.op_times,
+                        "also report the training step's time in each kind of op (op_ms: the CPU's, rank 0's, "
+                        "median over the measured steps), which scripts/calibrate turns into each kind's rate");
     train::add_device_flags(bench_cmd, b_opt.device);
     add_memory_flags(bench_cmd, b_opt.memory);
     add_overlap_flag(bench_cmd, b_opt.memory);

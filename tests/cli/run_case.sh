@@ -643,6 +643,9 @@ case_bench_budget_negative() {
     "$optimus" bench --max-batch-budget -5
   (($(wc -c <"$tmp/out") < 300)) || fail "the output is $(wc -c <"$tmp/out") bytes long"
 }
+case_bench_op_times_cuda() {
+  refused "--op-times times the CPU's ops; it takes --device cpu" "$optimus" bench --op-times --device cuda
+}
 case_config_test_only_switch() {
   echo '{"inject-nan-at-step": 1}' >"$ws/config.json"
   config_refused "has the key \"inject-nan-at-step\", which is not a flag of optimus train"

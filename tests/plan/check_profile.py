@@ -1,6 +1,6 @@
 """Checks that hardware profiles have every field of data/hardware/README.md's format, with the
-right types: each number a {"value", "source"} pair, the matmul table by shape class, both links,
-and one known algorithm per collective. Not their values. Usage: check_profile.py PROFILE.json..."""
+right types: each number a {"value", "source"} pair, the matmul table by shape class, the optional
+rates per kind of op, both links, and one known algorithm per collective. Not their values. Usage: check_profile.py PROFILE.json..."""
 import json
 import math
 import sys
@@ -12,6 +12,8 @@ ALGORITHMS = {
     "all_gather": {"ring"},
     "reduce_scatter": {"ring"},
 }
+
+OP_KINDS = {"attention", "layernorm", "crossentropy", "elementwise", "reduction", "embedding", "optimizer"}
 
 
 def check_number(entry, where):
@@ -41,6 +43,11 @@ def check_profile(path):
             "matmul_bf16_flops_per_s: expected matmul_flops_per_s's shape classes"
         for i, row in enumerate(bf16):
             check_number(row, f"matmul_bf16_flops_per_s[{i}]")
+    rates = profile.get("op_rates", {})  # optional: scripts/calibrate's measured rate per kind of op
+    assert isinstance(rates, dict), "op_rates: expected an object of op kinds"
+    for kind, entry in rates.items():
+        assert kind in OP_KINDS, f"op_rates.{kind}: expected one of {sorted(OP_KINDS)}"
+        check_number(entry, f"op_rates.{kind}")
     for link in ["intra_node", "inter_node"]:
         keys = ["alpha_s", "beta_s_per_byte", "gamma_s_per_byte", "devices_per_link"]
         for key in keys + (["nics_per_node"] if link == "inter_node" else []):

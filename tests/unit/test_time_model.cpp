@@ -90,6 +90,37 @@ TEST_CASE("time model: products at their shape class's rate times the threads, o
   CHECK(t2.compute_s == Approx(1.0 + 0.5 + 1.0));  // threads divide the products only
 }
 
+TEST_CASE("time model: a kind of op the profile rates runs at that rate times the threads; attention by its FLOPs",
+          "[time_model]") {
+  core::OpLedger ops;
+  ops.record(
+      {.kind = core::OpKind::elementwise, .flops = 1, .bytes_read = 3'000'000'000, .bytes_written = 1'000'000'000});
+  ops.record({.kind = core::OpKind::layernorm, .flops = 1, .bytes_read = 2'000'000'000, .bytes_written = 0});
+  ops.record({.kind = core::OpKind::attention,
+              .flops = 6'000'000'000,
+              .bytes_read = 1'000'000'000,
+              .bytes_written = 0,
+              .min_dim = 128});
+  plan::HardwareProfile h = toy();
+  h.op_rate[static_cast<size_t>(core::OpKind::elementwise)] = 2e9;  // bytes/s: 4 GB in 2 s
+  h.op_rate[static_cast<size_t>(core::OpKind::attention)] = 3e9;    // FLOP/s: 6 GFLOP in 2 s
+  const plan::Placement one{.layout = "serial", .ranks = 1, .ranks_per_node = 1};
+  const auto t1 = plan::predict_time(ops, comm::CommLedger{}, h, one, 0, {.threads = 1});
+  const auto kind = [&](const plan::TimeBreakdown& t, core::OpKind k) {
+    return t.compute_by_kind[static_cast<size_t>(k)];
+  };
+  CHECK(kind(t1, core::OpKind::elementwise) == Approx(2.0));
+  CHECK(kind(t1, core::OpKind::attention) == Approx(2.0));
+  CHECK(kind(t1, core::OpKind::layernorm) == Approx(0.2));  // no rate: 2 GB at the memory's 10 GB/s
+  const auto t2 = plan::predict_time(ops, comm::CommLedger{}, h, one, 0, {.threads = 2});
+  CHECK(kind(t2, core::OpKind::elementwise) == Approx(1.0));
+  CHECK(kind(t2, core::OpKind::attention) == Approx(1.0));
+  CHECK(kind(t2, core::OpKind::layernorm) == Approx(0.2));  // memory bandwidth does not grow with threads
+  // Without its rate, attention's FLOPs are a product's: 6 GFLOP at the 4 GFLOP/s class.
+  CHECK(kind(plan::predict_time(ops, comm::CommLedger{}, toy(), one, 0, {.threads = 1}), core::OpKind::attention) ==
+        Approx(1.5));
+}
+
 TEST_CASE("time model: more ranks on a node than devices take turns", "[time_model]") {
   core::OpLedger ops;
   ops.record(product(4'000'000'000, 128));  // 1 s alone
@@ -257,9 +288,10 @@ plan::CollectiveTime only(const comm::CommLedger& comm, const plan::HardwareProf
 
 }  // namespace
 
-TEST_CASE("time model: a ring across nodes charges its intra-node steps α_intra and its 2(k − 1) or k − 1 "
-          "inter-node steps α_inter (NCCL's tuning model)",
-          "[time_model]") {
+TEST_CASE(
+    "time model: a ring across nodes charges its intra-node steps α_intra and its 2(k − 1) or k − 1 "
+    "inter-node steps α_inter (NCCL's tuning model)",
+    "[time_model]") {
   const plan::HardwareProfile h = toy();  // one NIC per node
   const plan::Link in = h.intra_node, out = h.inter_node;
   const double n = 8000;
@@ -284,17 +316,19 @@ TEST_CASE("time model: a ring across nodes charges its intra-node steps α_intra
   comm::CommLedger six;
   six.record("world", CommOp::all_reduce, static_cast<int64_t>(n), 6);
   const plan::Placement three{.layout = "1d", .ranks = 6, .ranks_per_node = 2};
-  CHECK(only(six, h, three, 0).seconds == Approx(1e-6 + 6 * in.alpha_s + 4 * out.alpha_s +
-                                                 2 * n * 5 / 6 * out.beta_s_per_byte + n * 5 / 6 * out.gamma_s_per_byte));
+  CHECK(only(six, h, three, 0).seconds ==
+        Approx(1e-6 + 6 * in.alpha_s + 4 * out.alpha_s + 2 * n * 5 / 6 * out.beta_s_per_byte +
+               n * 5 / 6 * out.gamma_s_per_byte));
   CHECK(plan::ring_steps(CommOp::all_reduce, 6) == 10);
   CHECK(plan::ring_inter_node_steps(CommOp::all_reduce, 3) == 4);
   CHECK(plan::ring_inter_node_steps(CommOp::all_gather, 3) == 2);
   CHECK(plan::ring_steps(CommOp::broadcast, 6) == 0);
 }
 
-TEST_CASE("time model: broadcast and reduce as NCCL's chain: one step's latency (the network's across nodes), "
-          "bandwidth n·β",
-          "[time_model]") {
+TEST_CASE(
+    "time model: broadcast and reduce as NCCL's chain: one step's latency (the network's across nodes), "
+    "bandwidth n·β",
+    "[time_model]") {
   plan::HardwareProfile h = toy();
   h.algorithm.fill(Algorithm::ring);
   const plan::Link in = h.intra_node, out = h.inter_node;

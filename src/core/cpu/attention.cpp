@@ -122,7 +122,7 @@ OpCost attention_backward_cost(int64_t B, int64_t T, int64_t C, int64_t NH, floa
 void attention_forward(const Context& ctx, float* out, float* att, const float* qkv, int B, int T, int C, int NH,
                        const DropoutSpec& drop) {
   check_dropout_block(drop, B, NH, T, __func__);  // before the dispatch: one check for both devices
-  record_op(ctx, attention_forward_cost(B, T, C, NH, drop.p));
+  const OpStopwatch stopwatch = record_op(ctx, attention_forward_cost(B, T, C, NH, drop.p));
   OPTIMUS_DISPATCH_CUDA(ctx, cuda::attention_forward(ctx, out, att, qkv, B, T, C, NH, drop));
   const int HS = C / NH;
   const int C3 = 3 * C;
@@ -161,7 +161,7 @@ void attention_backward(const Context& ctx, float* dqkv, float* datt, const floa
                         const float* att, int B, int T, int C, int NH, const DropoutSpec& drop) {
   check_dropout_block(drop, B, NH, T, __func__);  // before the dispatch, as in forward
   if (dqkv == nullptr) return;                    // nothing asked, nothing done or recorded (on every device)
-  record_op(ctx, attention_backward_cost(B, T, C, NH, drop.p));
+  const OpStopwatch stopwatch = record_op(ctx, attention_backward_cost(B, T, C, NH, drop.p));
   OPTIMUS_DISPATCH_CUDA(ctx, cuda::attention_backward(ctx, dqkv, datt, dout, qkv, att, B, T, C, NH, drop));
   const int HS = C / NH;
   const int C3 = 3 * C;

@@ -186,8 +186,9 @@ void layernorm_forward(const Context& ctx, float* out, float* mean, float* rstd,
 void layernorm_backward(const Context& ctx, const LayerGrads& add_to, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int N, int C) {
   float *dinp = add_to.dinp, *dweight = add_to.dweight, *dbias = add_to.dbias;
-  record_op(ctx, backward_partial_cost(N, C) +
-                     backward_apply_cost(dinp != nullptr, dweight != nullptr, dbias != nullptr, N, C));
+  const OpStopwatch stopwatch =
+      record_op(ctx, backward_partial_cost(N, C) +
+                         backward_apply_cost(dinp != nullptr, dweight != nullptr, dbias != nullptr, N, C));
   OPTIMUS_DISPATCH_CUDA(ctx, cuda::layernorm_backward(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C));
   // The pieces on the CPU, unrecorded (the cost is recorded above). On meta the scratch is recorded
   // as on the CPU and the pieces return at once.
