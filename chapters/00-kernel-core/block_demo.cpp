@@ -102,11 +102,13 @@ int main(int argc, char** argv) {
   Buffer ln1(ledger, MC::activations, {N, C}), m1(ledger, MC::activations, {N}), r1(ledger, MC::activations, {N});
   Buffer qkv(ledger, MC::activations, {N, 3 * C});     // (B*T, 3C)
   Buffer att(ledger, MC::activations, {B, NH, T, T});  // (B, NH, T, T)
-  Buffer atty(ledger, MC::activations, {N, C}), proj(ledger, MC::activations, {N, C});
-  Buffer res1(ledger, MC::activations, {N, C});
+  Buffer atty(ledger, MC::activations, {N, C}), res1(ledger, MC::activations, {N, C});
   Buffer ln2(ledger, MC::activations, {N, C}), m2(ledger, MC::activations, {N}), r2(ledger, MC::activations, {N});
   Buffer fc(ledger, MC::activations, {N, F}), gelu(ledger, MC::activations, {N, F});  // (B*T, 4C)
-  Buffer fcp(ledger, MC::activations, {N, C}), out(ledger, MC::activations, {N, C});
+  Buffer out(ledger, MC::activations, {N, C});
+  // A branch's output (c_proj's product and bias) until the residual add reads it: the backward
+  // pass never reads it, so both branches share one scratch buffer instead of keeping it.
+  Buffer branch(ledger, MC::workspace, {N, C});  // (B*T, C)
   // Gradients of activations (workspace: they live for one backward pass).
   Buffer dout = filled(ledger, MC::workspace, {N, C}, 9, 1.0f);
   // The residual stream's gradient: dL/d out, then (after layernorm_2's backward) dL/d res1, then
@@ -136,8 +138,8 @@ int main(int argc, char** argv) {
     use.run("fwd attention",
             [&] { attention_forward(ctx, atty.data(), att.data(), qkv.data(), B, T, C, NH, no_dropout); });
     use.run("fwd linear attn.c_proj",
-            [&] { linear_forward(ctx, proj.data(), atty.data(), wproj.data(), bproj.data(), N, C, C); });
-    use.run("fwd residual_1", [&] { residual_forward(ctx, res1.data(), x.data(), proj.data(), int64_t{N} * C); });
+            [&] { linear_forward(ctx, branch.data(), atty.data(), wproj.data(), bproj.data(), N, C, C); });
+    use.run("fwd residual_1", [&] { residual_forward(ctx, res1.data(), x.data(), branch.data(), int64_t{N} * C); });
     use.run("fwd layernorm_2", [&] {
       layernorm_forward(ctx, ln2.data(), m2.data(), r2.data(), res1.data(), ln2w.data(), ln2b.data(), N, C, eps);
     });
@@ -145,8 +147,8 @@ int main(int argc, char** argv) {
             [&] { linear_forward(ctx, fc.data(), ln2.data(), wfc.data(), bfc.data(), N, C, F); });
     use.run("fwd gelu", [&] { gelu_forward(ctx, gelu.data(), fc.data(), int64_t{N} * F); });
     use.run("fwd linear mlp.c_proj",
-            [&] { linear_forward(ctx, fcp.data(), gelu.data(), wfcp.data(), bfcp.data(), N, F, C); });
-    use.run("fwd residual_2", [&] { residual_forward(ctx, out.data(), res1.data(), fcp.data(), int64_t{N} * C); });
+            [&] { linear_forward(ctx, branch.data(), gelu.data(), wfcp.data(), bfcp.data(), N, F, C); });
+    use.run("fwd residual_2", [&] { residual_forward(ctx, out.data(), res1.data(), branch.data(), int64_t{N} * C); });
     // backward (gradients accumulate, so clear the activation gradients first)
     for (Buffer* b : {&dgelu, &dfc, &dln2, &datty, &dqkv, &dln1}) std::fill(b->data(), b->data() + b->numel(), 0.0f);
     std::copy(dout.data(), dout.data() + dout.numel(), dres.data());

@@ -57,7 +57,11 @@ AvailableMemory available_memory() {
 double step_bytes_lower_bound(const model::GPTConfig& c, int B, int ranks, ModelUse use) {
   const double C = c.n_embd, T = c.n_positions, L = c.n_layer, V = c.vocab_size, NH = c.n_head, N = B * T;
   const double parameters = V * C + T * C + L * 12.0 * C * C;
-  const double activations = L * (18.0 * N * C + NH * B * T * T) + N * V;
+  // Each block keeps 16·N·C + NH·B·T² floats: its input or output (1) and a working set of ln1 (1),
+  // qkv (3), atty (1), res1 (1), ln2 (1), fch and fch_gelu (4 + 4), and the attention
+  // probabilities. With recomputation (--recompute block) only the inputs stay, beside one working
+  // set that every block reuses; counting that case keeps the bound below both.
+  const double activations = L * N * C + 15.0 * N * C + NH * B * T * T + N * V;
   const double bytes_per_parameter = use == ModelUse::train ? 16.0 : 8.0;
   return (bytes_per_parameter * parameters + 4.0 * activations) / ranks;
 }

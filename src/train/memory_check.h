@@ -24,10 +24,12 @@ enum class ModelUse { train, evaluate };
 
 /// A lower bound of one rank's bytes for a step of `config` at batch B, with the work split over
 /// `ranks` ranks: per parameter 16 bytes to train (values, gradients, the two AdamW moments) or 8 to
-/// evaluate (values, and the canonical copy read from the checkpoint); and the activations a block
-/// keeps (18·N·C + NH·B·T² floats, N = B·T) plus the logits (N·V floats); all divided by `ranks`.
-/// The stages need more (1D replicates some activations, every stage has workspace), so a run this
-/// bound refuses could never fit.
+/// evaluate (values, and the canonical copy read from the checkpoint); and the activations: every
+/// block's input (N·C floats each, N = B·T) and one block's working set (15·N·C + NH·B·T²) — what a
+/// run with --recompute block keeps at least; without it every block keeps its working set, 16·N·C
+/// + NH·B·T² a block — plus the logits (N·V floats); all divided by `ranks`. The stages need more
+/// (1D replicates some activations, every stage has workspace), so a run this bound refuses could
+/// never fit, whether or not it recomputes.
 double step_bytes_lower_bound(const model::GPTConfig& config, int B, int ranks, ModelUse use);
 
 /// Collective: throws core::ConfigError on every rank if `bytes_per_rank` times the number of
