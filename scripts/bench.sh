@@ -41,4 +41,4 @@ total = sum(ops.values())
 top = sorted(ops.items(), key=lambda kv: -kv[1])[:5]
 print("\nwhere one tiny block's time goes (1 thread): " + ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in top))
 PY
-echo "bench: results in $out"
+echo "bench: results in ${out#"$root"/}"

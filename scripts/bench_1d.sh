@@ -45,4 +45,4 @@ for model in ("tiny", "small"):
               f"{r['tokens_per_s']:>7.0f} {serial['step_ms'] / r['step_ms']:>8.2f}x {m['parameters']:>10.2f} "
               f"{m['activations']:>9.2f} {m['total']:>9.2f} {calls:>16} {mib:>9.2f}")
 PY
-echo "bench: results in $out"
+echo "bench: results in ${out#"$root"/}"

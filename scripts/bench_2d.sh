@@ -68,4 +68,4 @@ for k in range(0, len(maxb), 2):
         print(f"{r['model']:6} {r['ranks']:>2} {r['stage']:6} {r['budget_mib']:>10.0f} {r['max_batch']:>9} "
               f"{r['peak_memory_mib_at_max'].get('total', 0):>16.2f}{extra}")
 PY
-echo "bench: results in $final"
+echo "bench: results in ${final#"$root"/}"
