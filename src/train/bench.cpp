@@ -148,8 +148,10 @@ std::string bench(const BenchOptions& o, comm::World& world) {
       gpt.clip_gradients(1.0f);
       opt.update(gpt.params(), 1e-4f);
       core::synchronize(ctx);  // the step ends when the GPU has done it
-      if (s >= o.warmup) step_ms.push_back(ms_since(t0)), data_parallel_ms.push_back(summed_ms);
-      for (size_t k = 0; k < op_ms.size() && s >= o.warmup; ++k) op_ms[k].push_back(1e3 * clock.seconds[k]);
+      if (s >= o.warmup) {
+        step_ms.push_back(ms_since(t0)), data_parallel_ms.push_back(summed_ms);
+        for (size_t k = 0; k < op_ms.size() && o.op_times; ++k) op_ms[k].push_back(1e3 * clock.seconds[k]);
+      }
       step_comm = world.comm().ledger().since(before);
     }
     // A forward pass of the whole batch: each copy its share, in the training step's micro-batches.
