@@ -17,6 +17,7 @@
 #include "model/config.h"
 #include "model/gather.h"
 #include "model/gradient_listener.h"
+#include "model/model.h"
 #include "model/named_params.h"
 #include "model/param_set.h"
 
@@ -62,7 +63,7 @@ struct BackwardScratch {
   core::Buffer d_logits;    // (N, V)
 };
 
-class GPT {
+class GPT final : public model::Model {
  public:
   /// A freshly initialised model (Philox under `seed`, keyed by canonical indices, so every layout
   /// draws the same weights). Dropout masks also use `seed`.
@@ -75,24 +76,24 @@ class GPT {
   /// `slice`: the part of a larger batch these B sequences are (gradient accumulation); the
   /// returned loss is then their share of the larger batch's mean.
   float forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train = true,
-                const model::BatchSlice& slice = {});
+                const model::BatchSlice& slice = {}) override;
   /// Accumulates the gradient of the last forward's mean loss into params().grad. Call zero_grads first.
-  void backward();
+  void backward() override;
 
   /// Clips the gradients to a global norm of max_norm as torch.nn.utils.clip_grad_norm_ does
   /// (max_norm <= 0: no clipping) and returns the norm before clipping.
-  float clip_gradients(float max_norm);
+  float clip_gradients(float max_norm) override;
   /// Tells `listener` (nullptr: nobody) as the backward pass of a step's last part completes the
   /// parameters' gradients, block by block (model/gradient_listener.h): data parallelism listens.
-  void set_gradient_listener(model::GradientListener* listener) { listener_ = listener; }
+  void set_gradient_listener(model::GradientListener* listener) override { listener_ = listener; }
 
-  model::ParamSet& params() { return params_; }
-  const model::ParamSet& params() const { return params_; }
-  const model::GPTConfig& config() const { return config_; }
+  model::ParamSet& params() override { return params_; }
+  const model::ParamSet& params() const override { return params_; }
+  const model::GPTConfig& config() const override { return config_; }
   const Activations& activations() const { return acts_; }
-  const core::Context& context() const { return ctx_; }
+  const core::Context& context() const override { return ctx_; }
   /// Every tensor whole, on the one rank there is (for gather, like the parallel stages).
-  model::SpecOfRank spec_of() const {
+  model::SpecOfRank spec_of() const override {
     return [](const model::ParamInfo& info, int) { return model::ShardSpec::whole(info.shape); };
   }
 

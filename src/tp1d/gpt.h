@@ -22,6 +22,7 @@
 #include "model/config.h"
 #include "model/gather.h"
 #include "model/gradient_listener.h"
+#include "model/model.h"
 #include "model/named_params.h"
 #include "model/param_set.h"
 
@@ -51,12 +52,12 @@ struct Activations {
   // block's input is kept as this rank's 1/p of it, and encoded and outputs are not allocated;
   // the whole inputs and outputs of the blocks live in two buffers taken in turn (whole[l % 2] is
   // block l's input), and the backward pass all-gathers a block's input before rerunning it.
-  std::vector<core::Buffer> checkpoints;  // L of (⌈Nl·C/p⌉): rank r's piece r of block l's input
-  std::vector<core::Buffer> whole;        // 2 of (p·⌈Nl·C/p⌉), the first Nl·C being an (Nl, C)
-  core::Buffer branch;                    // (Nl, C) workspace, not kept: a branch's output (g, bias,
-                                          // dropout) until the residual add reads it
-  core::Buffer lnf, lnf_mean, lnf_rstd;   // (Nl, C), (Nl), (Nl)
-  core::Buffer logits;                    // (N, Vp) this rank's vocabulary columns, Vp = ⌈V/p⌉
+  std::vector<core::Buffer> checkpoints;              // L of (⌈Nl·C/p⌉): rank r's piece r of block l's input
+  std::vector<core::Buffer> whole;                    // 2 of (p·⌈Nl·C/p⌉), the first Nl·C being an (Nl, C)
+  core::Buffer branch;                                // (Nl, C) workspace, not kept: a branch's output (g, bias,
+                                                      // dropout) until the residual add reads it
+  core::Buffer lnf, lnf_mean, lnf_rstd;               // (Nl, C), (Nl), (Nl)
+  core::Buffer logits;                                // (N, Vp) this rank's vocabulary columns, Vp = ⌈V/p⌉
   core::Buffer ce_max, ce_sumexp, ce_target, losses;  // (N) each, full-row values after the all-reduces
 };
 
@@ -73,7 +74,7 @@ struct BackwardScratch {
   core::Buffer gathered, partial;  // (N, C) each
 };
 
-class GPT {
+class GPT final : public model::Model {
  public:
   /// Collective-free: checks divisibility (ConfigError) and initialises this rank's shards from
   /// Philox, so the gathered model equals serial::GPT's under the same seed, bit for bit.
@@ -87,23 +88,23 @@ class GPT {
   /// `slice`: the part of a larger batch these B sequences are (gradient accumulation); the
   /// returned loss is then their share of the larger batch's mean.
   float forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train = true,
-                const model::BatchSlice& slice = {});
-  void backward();
+                const model::BatchSlice& slice = {}) override;
+  void backward() override;
   /// Global-norm clipping; the norm counts every canonical element once (replicated tensors on
   /// rank 0 only), then one all-reduce of the squared sum.
-  float clip_gradients(float max_norm);
+  float clip_gradients(float max_norm) override;
   /// Tells `listener` (nullptr: nobody) as the backward pass of a step's last part completes the
   /// parameters' gradients, block by block (model/gradient_listener.h): data parallelism listens.
-  void set_gradient_listener(model::GradientListener* listener) { listener_ = listener; }
+  void set_gradient_listener(model::GradientListener* listener) override { listener_ = listener; }
 
-  model::ParamSet& params() { return params_; }
-  const model::ParamSet& params() const { return params_; }
-  const model::GPTConfig& config() const { return config_; }
+  model::ParamSet& params() override { return params_; }
+  const model::ParamSet& params() const override { return params_; }
+  const model::GPTConfig& config() const override { return config_; }
   const Activations& activations() const { return acts_; }
-  const core::Context& context() const { return ctx_; }
+  const core::Context& context() const override { return ctx_; }
   comm::Communicator& tp() const { return grid_.comm(); }
   /// The shard spec of any parameter on any rank of this layout (for gather).
-  model::SpecOfRank spec_of() const;
+  model::SpecOfRank spec_of() const override;
 
  private:
   void ensure_buffers(int B, int T);

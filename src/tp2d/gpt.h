@@ -18,6 +18,7 @@
 #include "model/config.h"
 #include "model/gather.h"
 #include "model/gradient_listener.h"
+#include "model/model.h"
 #include "model/named_params.h"
 #include "model/param_set.h"
 
@@ -60,7 +61,7 @@ struct BackwardScratch {
   core::Buffer d_logits;               // (Nb, Vb)
 };
 
-class GPT {
+class GPT final : public model::Model {
  public:
   /// Collective-free: checks divisibility (ConfigError) and initialises this rank's shards from
   /// Philox, so the gathered model equals serial::GPT's under the same seed, bit for bit.
@@ -75,26 +76,26 @@ class GPT {
   /// `slice`: the part of a larger batch these B sequences are (gradient accumulation); the
   /// returned loss is then their share of the larger batch's mean.
   float forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train = true,
-                const model::BatchSlice& slice = {});
+                const model::BatchSlice& slice = {}) override;
   /// Backward pass, ending with the one column all-reduce of the 1-D parameters' gradients, so
   /// that afterwards every gradient is the whole gradient of its shard.
-  void backward();
+  void backward() override;
   /// Global-norm clipping; the norm counts every canonical element once (column-replicated tensors
   /// on grid row 0 only), then one all-reduce over the world of the squared sum.
-  float clip_gradients(float max_norm);
+  float clip_gradients(float max_norm) override;
   /// Tells `listener` (nullptr: nobody) as the backward pass of a step's last part completes the
   /// parameters' gradients, block by block (model/gradient_listener.h): data parallelism listens.
-  void set_gradient_listener(model::GradientListener* listener) { listener_ = listener; }
+  void set_gradient_listener(model::GradientListener* listener) override { listener_ = listener; }
 
-  model::ParamSet& params() { return params_; }
-  const model::ParamSet& params() const { return params_; }
-  const model::GPTConfig& config() const { return config_; }
+  model::ParamSet& params() override { return params_; }
+  const model::ParamSet& params() const override { return params_; }
+  const model::GPTConfig& config() const override { return config_; }
   const Activations& activations() const { return acts_; }
-  const core::Context& context() const { return ctx_; }
+  const core::Context& context() const override { return ctx_; }
   const comm::Grid2D& grid() const { return grid_; }
   /// The shard spec of any parameter on any rank of this layout (for gather), the ranks numbered as
   /// in the communicator the grid was built on: placement.position(rank) is that rank's (i, j).
-  model::SpecOfRank spec_of() const;
+  model::SpecOfRank spec_of() const override;
 
  private:
   void ensure_buffers(int B, int T);
