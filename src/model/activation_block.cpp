@@ -48,13 +48,6 @@ ActivationBlock place_in_batch(ActivationBlock local, const BatchSlice& slice) {
   return local;
 }
 
-void require_no_sequence_parallel(const StageOptions& memory, const std::string& layout) {
-  if (memory.sequence_parallel) {
-    throw core::ConfigError("--sequence-parallel is a mode of the 1d layout, not of " + layout +
-                            "; use it with --layout 1d");
-  }
-}
-
 Recompute parse_recompute(const std::string& name) {
   if (name == "none") return Recompute::none;
   if (name == "block") return Recompute::block;
@@ -63,12 +56,6 @@ Recompute parse_recompute(const std::string& name) {
 
 std::string to_string(Recompute recompute) {
   return recompute == Recompute::block ? "block" : "none";
-}
-
-int batch_unit(const std::string& layout, int ranks, int T, bool sequence_parallel) {
-  if (layout == "2d") return comm::Grid2D::side(ranks);
-  if (layout == "1d" && sequence_parallel) return ranks / std::gcd(ranks, T);
-  return 1;
 }
 
 int working_sets(const GPTConfig& config, Recompute recompute) {

@@ -67,16 +67,9 @@ struct StageOptions {
   comm::Placement2D placement{};  // 2d only: row-major, or r×c blocks of the grid per node
 };
 
-/// ConfigError when `memory` asks for sequence parallelism of a layout other than 1d.
-void require_no_sequence_parallel(const StageOptions& memory, const std::string& layout);
-
 /// "none" or "block"; anything else is a ConfigError naming the choices.
 Recompute parse_recompute(const std::string& name);
 std::string to_string(Recompute recompute);
-
-/// The batch sizes a layout on `ranks` ranks can split are the multiples of this: q for 2D (the
-/// rows of its grid), p / gcd(p, T) for 1D with sequence parallelism (B·T tokens over p ranks), else 1.
-int batch_unit(const std::string& layout, int ranks, int T, bool sequence_parallel);
 
 /// How many blocks' working sets a stage allocates: every block's (L), or one with recomputation.
 int working_sets(const GPTConfig& config, Recompute recompute);

@@ -33,15 +33,15 @@ struct RankLedgers {
 };
 
 // One pass of `run` (run_training_step or run_forward_pass) on world rank `rank` of a meta world
-// at batch B: its copy's share B / D, the gradients summed over the copies after a training step.
+// at batch B: each copy its share B / D, the gradients summed over the copies in a training step.
 StepResult run_on_meta(const PlanOptions& o, int rank, int B, core::MemoryLedger& memory, core::OpLedger& ops,
                        comm::CommLedger& comm, decltype(&run_training_step) run) {
   StepOptions step;
-  step.B = B / o.data_parallel, step.T = o.config.n_positions, step.memory = o.memory;
+  step.B = B, step.T = o.config.n_positions, step.memory = o.memory;
   step.memory.overlap = o.overlap;  // the meta run holds overlap's second blocks too
   const std::vector<int> tokens(static_cast<size_t>(step.B) * static_cast<size_t>(step.T), 0);  // meta reads none
   count_at_precision(memory, o.precision);  // the fp32 code's Buffers, counted at the precision's bytes
-  auto world = meta_world(o.layout, o.ranks, rank, comm, o.data_parallel);
+  auto world = train::meta_world(o.layout, o.ranks, rank, comm, o.data_parallel);
   const train::DataParallel dp(*world, o.data_parallel);
   if (o.data_parallel > 1) step.data_parallel = &dp;
   return run(o.layout, o.config, core::meta_context(memory, &ops), *dp.model, step, tokens.data(), tokens.data());
@@ -204,22 +204,6 @@ std::vector<int> memory_ranks(int P) {
   return P == 1 ? std::vector<int>{0} : std::vector<int>{0, P - 1};
 }
 
-// Whether the training step at batch B stays within `bytes` on the ranks of memory_ranks: the
-// ledger's budget stops a step at the first allocation past it.
-bool step_fits(const PlanOptions& o, int B, int64_t bytes) {
-  for (int rank : memory_ranks(o.ranks)) {
-    core::MemoryLedger memory(static_cast<size_t>(bytes));
-    core::OpLedger ops;
-    comm::CommLedger comm;
-    try {
-      run_on_meta(o, rank, B, memory, ops, comm, &run_training_step);
-    } catch (const core::MemoryBudgetExceeded&) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // The step's peak on the busier of memory_ranks at batch B.
 double peak_bytes(const PlanOptions& o, int B) {
   size_t peak = 0;
@@ -237,8 +221,9 @@ double peak_bytes(const PlanOptions& o, int B) {
 
 int largest_batch(const PlanOptions& o, int64_t bytes, int limit) {
   const int unit =
-      o.data_parallel * model::batch_unit(o.layout, o.ranks, o.config.n_positions, o.memory.sequence_parallel);
-  if (!step_fits(o, unit, bytes)) return 0;
+      o.data_parallel * train::batch_unit(o.layout, o.ranks, o.config.n_positions, o.memory.sequence_parallel);
+  auto step_fits = [&](int B) { return peak_bytes(o, B) <= static_cast<double>(bytes); };
+  if (!step_fits(unit)) return 0;
   // Every buffer's size is affine in B, so the peak is the largest of affine functions of B: convex.
   // The line through B = unit and 2·unit, extended, stays below it, so the B where the line reaches
   // `bytes` bounds the answer from above; usually the peak is that line, and one check confirms it.
@@ -248,10 +233,10 @@ int largest_batch(const PlanOptions& o, int64_t bytes, int limit) {
   int hi = static_cast<int>(std::min<double>(limit, std::floor(bound / unit) * unit));  // at most this
   int lo = unit;                                                                        // fits
   if (hi <= lo) return lo;
-  if (step_fits(o, hi, bytes)) return hi;
+  if (step_fits(hi)) return hi;
   while (hi - lo > unit) {  // lo fits, hi does not
     const int mid = lo + (hi - lo) / unit / 2 * unit;
-    (step_fits(o, mid, bytes) ? lo : hi) = mid;
+    (step_fits(mid) ? lo : hi) = mid;
   }
   return lo;
 }
@@ -277,14 +262,14 @@ void require_valid(const PlanOptions& o) {
     throw core::ConfigError("--data-parallel must be 1 or more, but is " + std::to_string(o.data_parallel));
   }
   if (o.data_parallel > 1) {  // the layout's own checks come with the model, on a copy's share
-    train::require_ranks_fit(o.layout, o.ranks);
+    train::require_fits(o.layout, o.ranks, o.memory);
     train::require_data_parallel_fits(o.layout, o.ranks * o.data_parallel, o.data_parallel, o.batch, 1,
-                                      o.config.n_positions, o.memory.sequence_parallel, "cpu");
+                                      o.config.n_positions, o.memory, "cpu");
   }
   if (o.ranks_per_node < 0) {
     throw core::ConfigError("--ranks-per-node must be 1 or more, but is " + std::to_string(o.ranks_per_node));
   }
-  train::require_placement_fits(o.layout, o.memory.placement, o.ranks);
+  train::require_fits(o.layout, o.ranks, o.memory);
   o.config.validate();
 }
 
@@ -314,7 +299,7 @@ std::string plan_report(const PlanOptions& o) {
 
   const model::GPTConfig& c = o.config;
   if (o.json) {
-    nlohmann::json out = {{"layout", o.layout},
+    nlohmann::json out = {{"layout", train::to_string(o.layout)},
                           {"ranks", o.ranks},
                           {"data_parallel", o.data_parallel},
                           {"world", o.ranks * o.data_parallel},
@@ -353,9 +338,10 @@ std::string plan_report(const PlanOptions& o) {
   const std::string copies = o.data_parallel > 1 ? " x " + std::to_string(o.data_parallel) + " data-parallel copies (" +
                                                        std::to_string(o.ranks * o.data_parallel) + " ranks)"
                                                  : "";
-  out << "plan: layout " << o.layout << " on " << o.ranks << " ranks" << copies << ", L" << c.n_layer << " C"
-      << c.n_embd << " NH" << c.n_head << " T" << c.n_positions << " V" << c.vocab_size << " (" << c.num_parameters()
-      << " parameters), batch " << o.batch << (o.memory.sequence_parallel ? ", sequence parallel" : "")
+  out << "plan: layout " << train::to_string(o.layout) << " on " << o.ranks << " ranks" << copies << ", L" << c.n_layer
+      << " C" << c.n_embd << " NH" << c.n_head << " T" << c.n_positions << " V" << c.vocab_size << " ("
+      << c.num_parameters() << " parameters), batch " << o.batch
+      << (o.memory.sequence_parallel ? ", sequence parallel" : "")
       << (o.memory.recompute == model::Recompute::block ? ", recompute block" : "")
       << (o.precision != Precision::fp32 ? std::string(", precision ") + to_string(o.precision) : "")
       << "; one training step on the meta device for " << ranks.size() << " of " << o.ranks * o.data_parallel

@@ -13,30 +13,32 @@
 #include "model/activation_block.h"
 #include "model/config.h"
 #include "plan/precision.h"
+#include "train/layout.h"
 
 namespace optimus::plan {
 
 struct PlanOptions {
-  std::string layout = "serial";  // serial, 1d or 2d
-  int ranks = 1;                  // P: 1, p, or q·q (one model copy)
-  int data_parallel = 1;          // D copies of the layout: a world of D·P ranks, r = d·P + t
-  model::GPTConfig config;        // the model's shapes (dropout as given)
-  int batch = 1;                  // B sequences of config.n_positions tokens, the whole step's (B / D a copy's)
-  bool json = false;              // one JSON object instead of tables
-  std::string hardware;           // a profile's name or path; empty: no time model
-  int ranks_per_node = 0;         // 0: the profile's devices_per_node
-  int threads = 1;                // CPU threads per rank (time model)
-  bool overlap = false;           // SUMMA's communication overlapped with its products, data parallelism's
-                                  // gradient all-reduce with the backward pass (time model)
-  model::StageOptions memory;     // recomputation, sequence parallelism (chapter 5)
+  train::Layout layout = train::Layout::serial;
+  int ranks = 1;               // P: 1, p, or q·q (one model copy)
+  int data_parallel = 1;       // D copies of the layout: a world of D·P ranks, r = d·P + t
+  model::GPTConfig config;     // the model's shapes (dropout as given)
+  int batch = 1;               // B sequences of config.n_positions tokens, the whole step's (B / D a copy's)
+  bool json = false;           // one JSON object instead of tables
+  std::string hardware;        // a profile's name or path; empty: no time model
+  int ranks_per_node = 0;      // 0: the profile's devices_per_node
+  int threads = 1;             // CPU threads per rank (time model)
+  bool overlap = false;        // SUMMA's communication overlapped with its products, data parallelism's
+                               // gradient all-reduce with the backward pass (time model)
+  model::StageOptions memory;  // recomputation, sequence parallelism (chapter 5)
   /// The bytes per element and product rates accounted (plan/precision.h); the kernels run fp32.
   Precision precision = Precision::fp32;
 };
 
-/// The largest B (up to `limit`) whose training step's peak memory fits `bytes` on the first and
-/// the last rank (whose blocks are the largest and the smallest of every kind); 0 if not even the
-/// smallest batch does (2D: B is a multiple of q, the rows that split the batch; with D copies, of
-/// D times that).
+/// The largest B (up to `limit`) whose training step's peak memory on the meta device is at most
+/// `bytes` on the first and the last rank (whose blocks are the largest and the smallest of every
+/// kind); 0 if not even the smallest batch does. B is a multiple of the layout's batch unit
+/// (train::batch_unit: 2D's q, the rows that split the batch; with D copies, of D times that).
+/// The benchmark's --max-batch-budget is this search, confirmed by one real step.
 int largest_batch(const PlanOptions& options, int64_t bytes, int limit);
 
 /// The ranks a plan runs: every rank when P <= 16, else the first and the last; with D > 1

@@ -131,7 +131,7 @@ CollectiveTime cost_collective(const std::string& name, comm::CommOp op, const c
 // SUMMA in q steps of equal size, the broadcasts (or reduces) of step t + 1 under the product of
 // step t: T = C/q + (q − 1)·max(G, C)/q + G/q, so (q − 1)/q·min(G, C) of G + C is hidden.
 double summa_hidden(const TimeBreakdown& t, const Placement& placement) {
-  if (placement.layout != "2d") return 0;
+  if (!train::definition(placement.layout).summa) return 0;
   const int q = comm::Grid2D::side(placement.ranks);
   double summa_comm = 0;
   for (const CollectiveTime& c : t.communication) {

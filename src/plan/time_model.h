@@ -17,6 +17,7 @@
 #include "comm/grid.h"
 #include "core/op_ledger.h"
 #include "plan/hardware.h"
+#include "train/layout.h"
 
 namespace optimus::plan {
 
@@ -29,8 +30,8 @@ namespace optimus::plan {
 /// ranks, comm::Placement2D) and talks along its row (the ranks at (i, j')) and its column (at
 /// (i', j)). The data-parallel group of r is {t, P + t, 2P + t, …}.
 struct Placement {
-  std::string layout = "serial";  // serial, 1d or 2d
-  int ranks = 1;                  // P: one copy's ranks
+  train::Layout layout = train::Layout::serial;
+  int ranks = 1;  // P: one copy's ranks
   int ranks_per_node = 1;
   int data_parallel = 1;            // D copies of the layout
   comm::Placement2D arrangement{};  // 2d: which grid position each rank of a copy holds

@@ -3,6 +3,8 @@
 // each branch's backward adds into it, which is the chain rule of x + f(x).
 #include "serial/gpt.h"
 
+#include <stdexcept>
+
 #include "core/ops.h"
 
 namespace optimus::serial {
@@ -15,7 +17,8 @@ using core::Trans;
 GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const model::StageOptions& memory)
     : config_(config), ctx_(ctx), seed_(seed), recompute_(memory.recompute) {
   config_.validate();
-  model::require_no_sequence_parallel(memory, "serial");
+  if (memory.sequence_parallel)
+    throw std::invalid_argument("serial::GPT: sequence parallelism is a mode of the 1D stage");
   params_ = model::ParamSet::create(
       config_, ctx_, [](const model::ParamInfo& p) { return model::ShardSpec::whole(p.shape); }, seed_);
   param_ = model::ModelParams::values(params_);
@@ -60,7 +63,15 @@ void GPT::ensure_buffers(int B, int T) {
 // The whole batch: one device holds all of it.
 model::ActivationBlock GPT::block_of(int B, int T) const {
   const int64_t N = int64_t{B} * T;
-  return {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = config_.n_embd, .h0 = 0, .NHl = config_.n_head, .n0 = 0,
+  return {.B = B,
+          .T = T,
+          .b0 = 0,
+          .Bl = B,
+          .c0 = 0,
+          .Cl = config_.n_embd,
+          .h0 = 0,
+          .NHl = config_.n_head,
+          .n0 = 0,
           .Nl = N};
 }
 

@@ -98,8 +98,16 @@ void GPT::ensure_buffers(int B, int T) {
 // parallelism my slice [r·N/p, (r+1)·N/p).
 model::ActivationBlock GPT::block_of(int B, int T) const {
   const int64_t N = int64_t{B} * T, NHp = config_.n_head / p_, Nl = sp_ ? N / p_ : N;
-  return {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = config_.n_embd, .h0 = r_ * NHp, .NHl = NHp,
-          .n0 = sp_ ? r_ * Nl : 0, .Nl = Nl};
+  return {.B = B,
+          .T = T,
+          .b0 = 0,
+          .Bl = B,
+          .c0 = 0,
+          .Cl = config_.n_embd,
+          .h0 = r_ * NHp,
+          .NHl = NHp,
+          .n0 = sp_ ? r_ * Nl : 0,
+          .Nl = Nl};
 }
 
 // Block l's working set: its own, or the one every block shares under recomputation.
@@ -140,12 +148,7 @@ core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
 float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train,
                    const model::BatchSlice& slice) {
   model::check_sequence_length(config_, T);
-  if (sp_ && (int64_t{B} * T) % p_ != 0) {
-    throw core::ConfigError("sequence parallelism splits the B·T = " + std::to_string(int64_t{B} * T) +
-                            " tokens of a batch over the p = " + std::to_string(p_) + " ranks, but " +
-                            std::to_string(int64_t{B} * T) + " is not divisible by " + std::to_string(p_) +
-                            "; choose --batch and --seq whose product is a multiple of " + std::to_string(p_));
-  }
+  if (sp_) check_tokens_divisible(int64_t{B} * T, p_);
   ensure_buffers(B, T);
   acts_.block = model::place_in_batch(block_of(B, T), slice);
   last_part_ = slice.last;

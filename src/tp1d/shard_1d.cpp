@@ -24,6 +24,14 @@ void check_divisible(const model::GPTConfig& c, int p) {
   need("the MLP width 4C", c.ffn(), "--embd");
 }
 
+void check_tokens_divisible(int64_t tokens, int p, const std::string& choose) {
+  if (tokens % p == 0) return;
+  const std::string n = std::to_string(tokens), ps = std::to_string(p);
+  throw core::ConfigError("sequence parallelism splits the B·T = " + n + " tokens of a batch over the p = " + ps +
+                          " ranks, but " + n + " is not divisible by " + ps + "; " + choose +
+                          " and --seq whose product is a multiple of " + ps);
+}
+
 int vocab_part(const model::GPTConfig& c, int p) {
   return static_cast<int>(model::padded_size(c.vocab_size, p) / p);
 }

@@ -5,6 +5,9 @@
 // rest (wpe, LayerNorms, the row-parallel biases) is replicated, owned by rank 0.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "model/config.h"
 #include "model/params.h"
 #include "model/shard.h"
@@ -13,6 +16,10 @@ namespace optimus::tp1d {
 
 /// Throws core::ConfigError unless p divides NH, C and F (identically on every rank).
 void check_divisible(const model::GPTConfig& config, int p);
+
+/// Throws core::ConfigError unless sequence parallelism can split the `tokens` (B·T) of a pass over
+/// p ranks; `choose` says what to change (e.g. "choose --batch").
+void check_tokens_divisible(int64_t tokens, int p, const std::string& choose = "choose --batch");
 
 /// Vp = ⌈V/p⌉, the vocabulary rows (and logit columns) of each rank; V is padded to p·Vp.
 int vocab_part(const model::GPTConfig& config, int p);

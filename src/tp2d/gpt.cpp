@@ -32,7 +32,8 @@ GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed
       i_(grid.i()),
       j_(grid.j()) {
   config_.validate();
-  model::require_no_sequence_parallel(memory, "2d");
+  if (memory.sequence_parallel)
+    throw std::invalid_argument("tp2d::GPT: sequence parallelism is a mode of the 1D stage");
   if (grid.overlap() != memory.overlap) {
     throw std::invalid_argument(
         "tp2d::GPT: the grid's overlap and the stage options' differ; build the grid as "
@@ -124,11 +125,7 @@ core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
 float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train,
                    const model::BatchSlice& slice) {
   model::check_sequence_length(config_, T);
-  if (B % q_ != 0) {
-    throw core::ConfigError("the 2D layout splits the batch over the q = " + std::to_string(q_) +
-                            " rows of the grid, but the batch " + std::to_string(B) + " is not divisible by " +
-                            std::to_string(q_) + "; choose --batch a multiple of " + std::to_string(q_));
-  }
+  check_batch_divisible_2d(B, q_);
   ensure_buffers(B, T);
   acts_.block = model::place_in_batch(block_of(B, T), slice);
   last_part_ = slice.last;

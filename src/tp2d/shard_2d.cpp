@@ -25,6 +25,14 @@ void check_divisible_2d(const model::GPTConfig& c, int q) {
   need("the MLP width 4C", c.ffn(), "--embd");
 }
 
+void check_batch_divisible_2d(int B, int q, const std::string& batch, const std::string& choose) {
+  if (B % q == 0) return;
+  const std::string qs = std::to_string(q);
+  throw core::ConfigError("the 2D layout splits the batch over the q = " + qs + " rows of the grid, but " +
+                          (batch.empty() ? "the batch " + std::to_string(B) : batch) + " is not divisible by " + qs +
+                          "; " + choose + " a multiple of " + qs);
+}
+
 int vocab_block(const model::GPTConfig& c, int q) {
   return static_cast<int>(model::padded_size(c.vocab_size, q) / q);
 }

@@ -5,6 +5,8 @@
 // slice, replicated down column j and owned by row i = 0.
 #pragma once
 
+#include <string>
+
 #include "model/config.h"
 #include "model/params.h"
 #include "model/shard.h"
@@ -12,8 +14,13 @@
 namespace optimus::tp2d {
 
 /// Throws core::ConfigError unless q divides NH, C and F (identically on every rank). That q
-/// divides the batch B is checked where the batch is known (the 2D model).
+/// divides the batch B is checked where the batch is known (check_batch_divisible_2d).
 void check_divisible_2d(const model::GPTConfig& config, int q);
+
+/// Throws core::ConfigError unless the q rows of the grid can split a pass of B sequences. `batch`
+/// names B in the message (default "the batch B"), `choose` says what to change.
+void check_batch_divisible_2d(int B, int q, const std::string& batch = "",
+                              const std::string& choose = "choose --batch");
 
 /// ⌈V/q⌉, the rows of a vocabulary block (and logit columns of a rank); V is padded to q·⌈V/q⌉.
 int vocab_block(const model::GPTConfig& config, int q);

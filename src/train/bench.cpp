@@ -1,25 +1,31 @@
-// The benchmark: timed steps in any layout, and the largest batch under a per-rank memory budget.
+// The benchmark: timed steps in any layout, and one step under a per-rank memory budget.
 #include "train/bench.h"
 
 #include <omp.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
+#include "core/errors.h"
 #include "core/ops.h"
 #include "train/data_parallel.h"
-#include "train/layouts.h"
+#include "train/layout.h"
 #include "train/memory_check.h"
 #include "train/optimizer.h"
+#include "train/step.h"
 
 namespace optimus::train {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using Json = nlohmann::ordered_json;  // the keys in the order written
 
 constexpr double kMaxBudgetMib = 1 << 30;  // a pebibyte per rank: past any machine, and k·step stays an int
 
@@ -33,19 +39,35 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// The ledger's peak bytes per category, in MiB, as a JSON object.
-std::string memory_json(const core::MemoryLedger& ledger) {
-  std::string mem = "{";
+// `x` to `digits` decimals, so the JSON line holds what was measured and no more.
+double rounded(double x, int digits) {
+  const double scale = std::pow(10.0, digits);
+  return std::round(x * scale) / scale;
+}
+
+// The ledger's peak bytes per category, in MiB.
+Json memory_json(const core::MemoryLedger& ledger) {
+  Json mem = Json::object();
   for (int c = 0; c < core::kMemoryCategoryCount; ++c) {
     const auto cat = static_cast<core::MemoryCategory>(c);
-    char item[96];
-    std::snprintf(item, sizeof item, "%s\"%s\": %.3f", c ? ", " : "", core::memory_category_name(cat),
-                  static_cast<double>(ledger.peak(cat)) / (1 << 20));
-    mem += item;
+    mem[core::memory_category_name(cat)] = rounded(static_cast<double>(ledger.peak(cat)) / (1 << 20), 3);
   }
-  char total[64];
-  std::snprintf(total, sizeof total, ", \"total\": %.3f}", static_cast<double>(ledger.peak_total()) / (1 << 20));
-  return mem + total;
+  mem["total"] = rounded(static_cast<double>(ledger.peak_total()) / (1 << 20), 3);
+  return mem;
+}
+
+// The communication of one training step on this rank, by communicator and operation ("row.broadcast"),
+// without barriers: the bench's own are not the model's.
+Json comm_json(const comm::CommLedger& step) {
+  Json comm = Json::object();
+  for (const std::string& name : step.communicators()) {
+    for (int k = 0; k < comm::kCommOpCount; ++k) {
+      const auto op = static_cast<comm::CommOp>(k);
+      if (step.calls(name, op) == 0 || op == comm::CommOp::barrier || op == comm::CommOp::split) continue;
+      comm[name + "." + comm::comm_op_name(op)] = {{"calls", step.calls(name, op)}, {"bytes", step.bytes(name, op)}};
+    }
+  }
+  return comm;
 }
 
 // Any tokens will do for timing and memory: a fixed pattern over the vocabulary.
@@ -55,6 +77,111 @@ void bench_tokens(std::vector<int>& inputs, std::vector<int>& targets, int B, in
     inputs[k] = static_cast<int>((k * 7919) % static_cast<size_t>(V));
     targets[k] = static_cast<int>((k * 104729 + 1) % static_cast<size_t>(V));
   }
+}
+
+// What the measured steps and passes took, one entry per measured one.
+struct Timings {
+  std::vector<double> step_ms, forward_ms, data_parallel_ms;
+  std::array<std::vector<double>, core::kOpKindCount> op_ms;  // --op-times: per kind
+  comm::CommLedger step_comm;                                 // the last step's collectives
+};
+
+// The training steps: warm-up, then the measured ones, each started on every rank together so that
+// rank 0's clock times the slowest rank too, and ended when a GPU has done it.
+void time_steps(const BenchOptions& o, comm::World& world, const DataParallel& dp, model::Model& gpt,
+                core::OpClock& clock, const StepBatch& batch, Timings& t) {
+  AdamW opt(gpt.params(), gpt.context(), AdamWOptions{});
+  SumOverCopies copies(gpt, dp, o.memory.overlap);
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
+    core::synchronize(gpt.context());  // a GPU's earlier work is not this step's (a no-op on the CPU)
+    world.comm().barrier();
+    const auto before = world.comm().ledger().snapshot();
+    const auto t0 = Clock::now();
+    clock.clear();
+    StepBatch step = batch;
+    step.index = s;
+    train_step(gpt, dp, opt, step);
+    // The time the backward pass spent in the sum over the copies: starting its all-reduces, and
+    // waiting for them (for the slowest copy too).
+    const double summed_ms = copies.blocked_ms();
+    core::synchronize(gpt.context());
+    if (s >= o.warmup) {
+      t.step_ms.push_back(ms_since(t0)), t.data_parallel_ms.push_back(summed_ms);
+      for (size_t k = 0; k < t.op_ms.size() && o.op_times; ++k) t.op_ms[k].push_back(1e3 * clock.seconds[k]);
+    }
+    t.step_comm = world.comm().ledger().since(before);
+  }
+}
+
+// A forward pass of the whole batch (evaluation mode, the loss computed): each copy its share, in
+// the training step's micro-batches.
+void time_forward(const BenchOptions& o, comm::World& world, const DataParallel& dp, model::Model& gpt,
+                  const StepBatch& batch, Timings& t) {
+  const int share = batch.B / dp.replicas, Bm = share / batch.grad_accum;
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
+    core::synchronize(gpt.context());
+    world.comm().barrier();
+    const auto t0 = Clock::now();
+    for (int k = 0; k < batch.grad_accum; ++k) {
+      const int64_t row = (int64_t{dp.replica} * share + int64_t{k} * Bm) * batch.T;
+      gpt.forward(batch.inputs + row, batch.targets + row, Bm, batch.T, 0, /*train=*/false);
+    }
+    core::synchronize(gpt.context());
+    if (dp.replicas > 1) world.comm().barrier();  // the pass ends when every copy has done its share
+    if (s >= o.warmup) t.forward_ms.push_back(ms_since(t0));
+  }
+}
+
+// The run's settings, the first keys of both JSON lines.
+Json settings_json(const BenchOptions& o, int ranks, const model::GPTConfig& config) {
+  return {{"impl", "optimus"},
+          {"stage", to_string(o.layout)},
+          {"ranks", ranks},
+          {"recompute", model::to_string(o.memory.recompute)},
+          {"sequence_parallel", o.memory.sequence_parallel},
+          {"overlap", o.memory.overlap},
+          {"data_parallel", o.data_parallel},
+          {"grad_accum", o.grad_accum},
+          {"device", o.device.device},
+          {"model", o.model},
+          {"B", o.batch},
+          {"T", config.n_positions},
+          {"L", config.n_layer},
+          {"C", config.n_embd},
+          {"NH", config.n_head},
+          {"V", config.vocab_size},
+          {"params", config.num_parameters()}};
+}
+
+// The timed run's JSON line: the medians, the rates they imply, the memory and the communication.
+std::string timings_line(const BenchOptions& o, int ranks, const model::GPTConfig& config, const Timings& t,
+                         double matmul, const core::MemoryLedger& ledger) {
+  const double step = median(t.step_ms), fwd = median(t.forward_ms);
+  const double tokens = static_cast<double>(o.batch) * config.n_positions;
+  const double flops_per_token =
+      6.0 * static_cast<double>(config.num_parameters()) + 6.0 * config.n_layer * config.n_embd * config.n_positions;
+  const double gflops = flops_per_token * tokens / (step * 1e6);
+  Json line = settings_json(o, ranks, config);
+  line.update(Json{{"threads", omp_get_max_threads()},
+                   {"steps", o.steps},
+                   {"step_ms", rounded(step, 3)},
+                   {"data_parallel_ms", rounded(median(t.data_parallel_ms), 3)},
+                   {"forward_ms", rounded(fwd, 3)},
+                   {"tokens_per_s", rounded(1e3 * tokens / step, 1)},
+                   {"flops_per_token", "6N + 6*L*C*T"},
+                   {"gflops", rounded(gflops, 2)},
+                   {"matmul_gflops", rounded(matmul, 2)},
+                   {"fraction_of_matmul", rounded(gflops / matmul, 3)},
+                   {"peak_memory_mib", memory_json(ledger)},
+                   {"comm_per_step", comm_json(t.step_comm)}});
+  if (o.op_times) {  // the step's median time in each kind of op, on rank 0
+    Json op_ms = Json::object();
+    for (int k = 0; k < core::kOpKindCount; ++k) {
+      op_ms[core::op_kind_name(static_cast<core::OpKind>(k))] = rounded(median(t.op_ms[static_cast<size_t>(k)]), 3);
+    }
+    line["op_ms"] = op_ms;
+  }
+  return line.dump();
 }
 
 }  // namespace
@@ -81,7 +208,6 @@ double measure_matmul_gflops(const core::Context& device) {
   }
   return 2.0 * n * n * n / (median(ms) * 1e6);
 }
-
 void require_bench_options(const BenchOptions& o) {
   auto check = [](bool ok, const std::string& flag, const std::string& must, const std::string& value) {
     if (!ok) throw core::ConfigError(flag + " must be " + must + ", but is " + value);
@@ -105,10 +231,9 @@ void require_bench_options(const BenchOptions& o) {
 }
 
 std::string bench(const BenchOptions& o, comm::World& world) {
-  model::GPTConfig config = model::GPTConfig::named(o.model);
-  const int B = o.batch, T = config.n_positions, V = config.vocab_size, D = o.data_parallel, K = o.grad_accum;
-  require_data_parallel_fits(o.layout, world.size(), D, B, K, T, o.memory.sequence_parallel, o.device.device);
-  require_placement_fits(o.layout, o.memory.placement, world.size() / D);
+  const model::GPTConfig config = model::GPTConfig::named(o.model);
+  const int B = o.batch, T = config.n_positions, D = o.data_parallel, K = o.grad_accum;
+  require_data_parallel_fits(o.layout, world.size(), D, B, K, T, o.memory, o.device.device);
   const int P = world.size() / D;  // the ranks of one model copy
   if (o.device.device == "cpu") {
     // A rank holds its share of one copy's model and of one micro-batch's activations.
@@ -120,186 +245,67 @@ std::string bench(const BenchOptions& o, comm::World& world) {
   core::OpClock clock;  // --op-times: each kind's time in the step
   core::Context ctx = make_context(o.device, world);
   if (o.op_times) ctx.clock = &clock;
-  core::MemoryLedger& ledger = *ctx.ledger;
   // The machine's matrix-product rate first, before the model takes its memory. Every rank
   // measures at the same time, so the machine's rate is the sum over ranks.
   double matmul = measure_matmul_gflops(ctx);
   world.comm().all_reduce(&matmul, 1);
   std::vector<int> inputs, targets;
-  bench_tokens(inputs, targets, B, T, V);
-  std::vector<double> step_ms, forward_ms, data_parallel_ms;
-  std::array<std::vector<double>, core::kOpKindCount> op_ms;  // per kind, one entry per measured step
-  comm::CommLedger step_comm;
-  DataParallel dp(world, D);
-  auto timed = [&](auto& gpt) {
-    AdamW opt(gpt.params(), gpt.context(), AdamWOptions{});
-    SumOverCopies copies(gpt, dp, o.memory.overlap);
-    for (int s = 0; s < o.warmup + o.steps; ++s) {
-      core::synchronize(ctx);  // a GPU's earlier work is not this step's (a no-op on the CPU)
-      world.comm().barrier();  // start every step together, so rank 0's clock times the slowest rank too
-      const auto before = world.comm().ledger().snapshot();
-      const auto t0 = Clock::now();
-      clock.clear();
-      gpt.params().zero_grads();
-      loss_over_copies(gpt, dp, accumulate_gradients(gpt, dp, inputs.data(), targets.data(), B, T, K, s));
-      // The time the backward pass spent in the sum over the copies: starting its all-reduces, and
-      // waiting for them (for the slowest copy too).
-      const double summed_ms = copies.blocked_ms();
-      gpt.clip_gradients(1.0f);
-      opt.update(gpt.params(), 1e-4f);
-      core::synchronize(ctx);  // the step ends when the GPU has done it
-      if (s >= o.warmup) {
-        step_ms.push_back(ms_since(t0)), data_parallel_ms.push_back(summed_ms);
-        for (size_t k = 0; k < op_ms.size() && o.op_times; ++k) op_ms[k].push_back(1e3 * clock.seconds[k]);
-      }
-      step_comm = world.comm().ledger().since(before);
-    }
-    // A forward pass of the whole batch: each copy its share, in the training step's micro-batches.
-    const int share = B / D, Bm = share / K;
-    for (int s = 0; s < o.warmup + o.steps; ++s) {
-      core::synchronize(ctx);
-      world.comm().barrier();
-      const auto t0 = Clock::now();
-      for (int k = 0; k < K; ++k) {
-        const int64_t row = (int64_t{dp.replica} * share + int64_t{k} * Bm) * T;
-        gpt.forward(inputs.data() + row, targets.data() + row, Bm, T, 0, /*train=*/false);
-      }
-      core::synchronize(ctx);
-      if (D > 1) world.comm().barrier();  // the pass ends when every copy has done its share
-      if (s >= o.warmup) forward_ms.push_back(ms_since(t0));
-    }
-    return 0;
-  };
-  if (D == 1) {
-    with_model(o.layout, config, 1, world, ctx, o.device.device_comm(), o.memory, timed);
-  } else {
-    with_model_on(o.layout, config, 1, *dp.model, ctx, o.memory, timed);
+  bench_tokens(inputs, targets, B, T, config.vocab_size);
+  const StepBatch batch{inputs.data(), targets.data(), B, T, K, 0, /*grad_clip=*/1.0f, /*lr=*/1e-4f};
+  Timings t;
+  {
+    DataParallel dp(world, D);
+    std::unique_ptr<comm::Communicator> device;  // outlives the model
+    const LayoutModel built =
+        D == 1 ? build_model(o.layout, config, 1, world, ctx, o.device.device_comm(), o.memory, device)
+               : build_model(o.layout, config, 1, *dp.model, ctx, o.memory);
+    time_steps(o, world, dp, *built.model, clock, batch, t);
+    time_forward(o, world, dp, *built.model, batch, t);
   }
-
-  const double step = median(step_ms), fwd = median(forward_ms);
-  const double tokens = static_cast<double>(B) * T;
-  const double n_params = static_cast<double>(config.num_parameters());
-  const double flops_per_token = 6.0 * n_params + 6.0 * config.n_layer * config.n_embd * T;
-  const double gflops = flops_per_token * tokens / (step * 1e6);
-
-  const std::string mem = memory_json(ledger);
-
-  // Communication of one training step on this rank, by communicator and operation.
-  std::string comm = "{";
-  const comm::CommOp ops[] = {comm::CommOp::all_reduce, comm::CommOp::broadcast,      comm::CommOp::reduce,
-                              comm::CommOp::all_gather, comm::CommOp::reduce_scatter, comm::CommOp::barrier};
-  const char* op_names[] = {"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "barrier"};
-  for (const std::string& name : step_comm.communicators()) {
-    for (int k = 0; k < 6; ++k) {
-      const int64_t calls = step_comm.calls(name, ops[k]);
-      if (calls == 0 || ops[k] == comm::CommOp::barrier) continue;  // the bench's own barrier is not the model's
-      char item[160];
-      std::snprintf(item, sizeof item, "%s\"%s.%s\": {\"calls\": %lld, \"bytes\": %lld}", comm.size() > 1 ? ", " : "",
-                    name.c_str(), op_names[k], static_cast<long long>(calls),
-                    static_cast<long long>(step_comm.bytes(name, ops[k])));
-      comm += item;
-    }
-  }
-  comm += "}";
-
-  // --op-times: the step's median time in each kind of op, on rank 0.
-  std::string op_times;
-  for (int k = 0; o.op_times && k < core::kOpKindCount; ++k) {
-    char item[96];
-    std::snprintf(item, sizeof item, "%s\"%s\": %.3f", k == 0 ? "" : ", ",
-                  core::op_kind_name(static_cast<core::OpKind>(k)), median(op_ms[static_cast<size_t>(k)]));
-    op_times += item;
-  }
-  if (o.op_times) op_times = ", \"op_ms\": {" + op_times + "}";
-
-  char line[4096];
-  std::snprintf(
-      line, sizeof line,
-      "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"recompute\": \"%s\", "
-      "\"sequence_parallel\": %s, \"overlap\": %s, \"data_parallel\": %d, \"grad_accum\": %d, \"device\": \"%s\", "
-      "\"model\": \"%s\", \"B\": %d, \"T\": %d, \"L\": %d, \"C\": %d, \"NH\": %d, \"V\": %d, \"params\": %.0f, "
-      "\"threads\": %d, \"steps\": %d, \"step_ms\": %.3f, \"data_parallel_ms\": %.3f, \"forward_ms\": %.3f, "
-      "\"tokens_per_s\": %.1f, "
-      "\"flops_per_token\": \"6N + 6*L*C*T\", \"gflops\": %.2f, \"matmul_gflops\": %.2f, "
-      "\"fraction_of_matmul\": %.3f, \"peak_memory_mib\": %s, \"comm_per_step\": %s%s}",
-      o.layout.c_str(), world.size(), model::to_string(o.memory.recompute).c_str(),
-      o.memory.sequence_parallel ? "true" : "false", o.memory.overlap ? "true" : "false", D, K, o.device.device.c_str(),
-      o.model.c_str(), B, T, config.n_layer, config.n_embd, config.n_head, V, n_params, omp_get_max_threads(), o.steps,
-      step, median(data_parallel_ms), fwd, 1e3 * tokens / step, gflops, matmul, gflops / matmul, mem.c_str(),
-      comm.c_str(), op_times.c_str());
-  return line;
+  return timings_line(o, world.size(), config, t, matmul, *ctx.ledger);
 }
 
-namespace {
+void require_budget_fits_machine(const BenchOptions& o, comm::World& world) {
+  if (o.device.device != "cpu") return;
+  char what[64];
+  std::snprintf(what, sizeof what, "--max-batch-budget %g", o.budget_mib);
+  require_memory(world, o.budget_mib * (1 << 20), what,
+                 "choose a budget the machine can hold (the step that confirms the batch allocates up to it)");
+}
 
-// Whether one training step at batch B fits `budget` bytes on every rank. Every rank of these layouts
-// allocates the same sizes in the same order, so all ranks meet the budget at the same allocation
-// and none is left waiting in a collective; the verdicts are still combined, to be sure.
-bool step_fits(const BenchOptions& o, const model::GPTConfig& config, int B, size_t budget, comm::World& world,
-               std::string& memory) {
-  core::MemoryLedger ledger(budget);  // this trial's: its pool's blocks go with it, none kept for the next
+std::string step_under_budget(const BenchOptions& o, comm::World& world, int B, int batch_unit) {
+  const model::GPTConfig config = model::GPTConfig::named(o.model);
+  Json line = settings_json(o, world.size(), config);
+  for (const char* key : {"overlap", "data_parallel", "grad_accum", "B"}) line.erase(key);
+  line.update(Json{{"budget_mib", o.budget_mib}, {"batch_multiple_of", batch_unit}, {"max_batch", B}});
+  if (B == 0) {  // not even the smallest batch fits
+    line["peak_memory_mib_at_max"] = Json::object();
+    return line.dump();
+  }
+  core::MemoryLedger ledger(static_cast<size_t>(o.budget_mib * (1 << 20)));
   std::vector<int> inputs, targets;
   bench_tokens(inputs, targets, B, config.n_positions, config.vocab_size);
+  const StepBatch batch{inputs.data(), targets.data(), B, config.n_positions, 1, 0, 1.0f, 1e-4f};
   int failed = 0;
   try {
-    with_model(o.layout, config, 1, world, make_context(o.device, world, ledger), o.device.device_comm(), o.memory,
-               [&](auto& gpt) {
-                 AdamW opt(gpt.params(), gpt.context(), AdamWOptions{});
-                 gpt.params().zero_grads();
-                 gpt.forward(inputs.data(), targets.data(), B, config.n_positions, 0);
-                 gpt.backward();
-                 gpt.clip_gradients(1.0f);
-                 opt.update(gpt.params(), 1e-4f);
-                 return 0;
-               });
+    const core::Context ctx = make_context(o.device, world, ledger);
+    const DataParallel dp(world, 1);
+    std::unique_ptr<comm::Communicator> device;  // outlives the model
+    const LayoutModel built = build_model(o.layout, config, 1, world, ctx, o.device.device_comm(), o.memory, device);
+    AdamW opt(built.model->params(), ctx, AdamWOptions{});
+    train_step(*built.model, dp, opt, batch);
   } catch (const core::MemoryBudgetExceeded&) {
-    failed = 1;
+    failed = 1;  // every rank allocates the same sizes in the same order, so all meet the budget alike
   }
   world.comm().all_reduce(&failed, 1, comm::ReduceOp::max);
-  if (!failed) memory = memory_json(ledger);
-  return !failed;
-}
-
-}  // namespace
-
-std::string max_batch_under_budget(const BenchOptions& o, comm::World& world) {
-  model::GPTConfig config = model::GPTConfig::named(o.model);
-  if (o.device.device == "cpu") {
-    char what[64];
-    std::snprintf(what, sizeof what, "--max-batch-budget %g", o.budget_mib);
-    require_memory(world, o.budget_mib * (1 << 20), what,
-                   "choose a budget the machine can hold (the search allocates every batch it tries)");
+  if (failed) {
+    char budget[32];
+    std::snprintf(budget, sizeof budget, "%g", o.budget_mib);
+    throw core::ConfigError("the planned largest batch " + std::to_string(B) + " does not fit --max-batch-budget " +
+                            budget + " MiB on this device, whose allocations differ from the meta device's");
   }
-  const int step = model::batch_unit(o.layout, world.size(), config.n_positions, o.memory.sequence_parallel);
-  const auto budget = static_cast<size_t>(o.budget_mib * (1 << 20));
-  std::string memory = "{}", probe;
-  int fits = 0, fails = 0;  // multiples of `step`: the largest known to fit, the smallest known not to
-  for (int k = 1; fails == 0; k *= 2) {
-    if (step_fits(o, config, k * step, budget, world, probe)) {
-      fits = k, memory = probe;
-    } else {
-      fails = k;
-    }
-  }
-  while (fails - fits > 1) {
-    const int mid = (fits + fails) / 2;
-    if (step_fits(o, config, mid * step, budget, world, probe)) {
-      fits = mid, memory = probe;
-    } else {
-      fails = mid;
-    }
-  }
-  char line[1024];
-  std::snprintf(line, sizeof line,
-                "{\"impl\": \"optimus\", \"stage\": \"%s\", \"ranks\": %d, \"recompute\": \"%s\", "
-                "\"sequence_parallel\": %s, \"device\": \"%s\", \"model\": \"%s\", \"T\": %d, \"L\": %d, \"C\": %d, "
-                "\"NH\": %d, \"budget_mib\": %g, \"batch_multiple_of\": %d, "
-                "\"max_batch\": %d, \"peak_memory_mib_at_max\": %s}",
-                o.layout.c_str(), world.size(), model::to_string(o.memory.recompute).c_str(),
-                o.memory.sequence_parallel ? "true" : "false", o.device.device.c_str(), o.model.c_str(),
-                config.n_positions, config.n_layer, config.n_embd, config.n_head, o.budget_mib, step, fits * step,
-                memory.c_str());
-  return line;
+  line["peak_memory_mib_at_max"] = memory_json(ledger);
+  return line.dump();
 }
 
 }  // namespace optimus::train

@@ -19,21 +19,22 @@
 #include "model/activation_block.h"
 #include "model/config.h"
 #include "train/device.h"
+#include "train/layout.h"
 
 namespace optimus::train {
 
 struct BenchOptions {
-  std::string layout = "serial";  // serial, 1d or 2d (train/layouts.h)
-  std::string model = "tiny";     // a named configuration (GPTConfig::named)
-  int batch = 8;                  // B: the whole step's, split over the copies
-  int data_parallel = 1;          // D copies of the layout, each on world / D ranks and B / D sequences
-  int grad_accum = 1;             // micro-batches per step, each B / (D·grad_accum) sequences
-  int steps = 7;                  // measured steps (the median is reported)
-  int warmup = 2;                 // steps run first and not measured
-  double budget_mib = 0;          // > 0: instead of timing, find the largest batch that fits this per rank
-  bool op_times = false;          // also time each kind of op in the training step (the CPU only)
-  model::StageOptions memory;     // recomputation, sequence parallelism (chapter 5)
-  DeviceOptions device;           // --device, --device-comm
+  Layout layout = Layout::serial;  // train/layout.h
+  std::string model = "tiny";      // a named configuration (GPTConfig::named)
+  int batch = 8;                   // B: the whole step's, split over the copies
+  int data_parallel = 1;           // D copies of the layout, each on world / D ranks and B / D sequences
+  int grad_accum = 1;              // micro-batches per step, each B / (D·grad_accum) sequences
+  int steps = 7;                   // measured steps (the median is reported)
+  int warmup = 2;                  // steps run first and not measured
+  double budget_mib = 0;           // > 0: instead of timing, the largest batch that fits this per rank
+  bool op_times = false;           // also time each kind of op in the training step (the CPU only)
+  model::StageOptions memory;      // recomputation, sequence parallelism (chapter 5)
+  DeviceOptions device;            // --device, --device-comm
 };
 
 /// Throws core::ConfigError, on every rank alike, for options no benchmark can use (a batch,
@@ -45,11 +46,17 @@ void require_bench_options(const BenchOptions& options);
 /// (rank 0's timings; memory and communication per rank, which are the same on every rank here).
 std::string bench(const BenchOptions& options, comm::World& world);
 
-/// The largest batch B (a multiple of the layout's batch split: q in 2D, else 1) whose training
-/// step — model, gradients, AdamW state, activations, communication buffers and scratch — fits
-/// options.budget_mib per rank, the budget enforced by the memory ledger (an allocation past it
-/// throws). Doubling, then bisection; one training step per probe. Collective; its JSON line.
-std::string max_batch_under_budget(const BenchOptions& options, comm::World& world);
+/// --max-batch-budget, after the planner found B, the largest batch whose training step fits
+/// options.budget_mib per rank on the meta device (plan::largest_batch; 0: none does): one real
+/// training step at B on this device, the budget enforced by the memory ledger (an allocation past
+/// it throws), confirms it, and the JSON line reports B and the step's peak memory. A step that does
+/// not fit is a core::ConfigError on every rank. On the CPU, a budget past what this machine can
+/// hold is refused first (require_memory). Collective.
+std::string step_under_budget(const BenchOptions& options, comm::World& world, int B, int batch_unit);
+
+/// Throws core::ConfigError, on every rank alike, when this machine cannot hold the budget of
+/// --max-batch-budget (the confirming step allocates up to it).
+void require_budget_fits_machine(const BenchOptions& options, comm::World& world);
 
 /// The sgemm rate of the context's device in GFLOP/s: the median of 5 products of n×n matrices
 /// after one unmeasured, n = 1024 on the CPU (OpenBLAS), 4096 on a GPU (cuBLAS, the context's math

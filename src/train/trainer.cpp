@@ -22,12 +22,14 @@
 #include "comm/scalar.h"
 #include "core/errors.h"
 #include "model/staged_files.h"
+#include "serial/gpt.h"
 #include "text/tokenizer_folder.h"
 #include "train/checkpointing.h"
 #include "train/data_parallel.h"
-#include "train/layouts.h"
+#include "train/layout.h"
 #include "train/memory_check.h"
 #include "train/sample.h"
+#include "train/step.h"
 #include "train/stop_signals.h"
 
 namespace optimus::train {
@@ -36,6 +38,16 @@ std::string checkpoint_dir(const std::string& out, int step) {
   char name[32];
   std::snprintf(name, sizeof name, "step_%06d", step);
   return (std::filesystem::path(out) / name).string();
+}
+
+double evaluate(model::Model& gpt, const TokenFile& data, int B, int T, int batches) {
+  std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
+  double sum = 0.0;
+  for (int k = 0; k < batches; ++k) {
+    eval_batch(inputs.data(), targets.data(), data, B, T, k);
+    sum += gpt.forward(inputs.data(), targets.data(), B, T, 0, /*train=*/false);
+  }
+  return sum / batches;
 }
 
 namespace {
@@ -128,8 +140,7 @@ void save_tokenizer(const std::string& dir, const text::TokenizerFiles& tokenize
 // Writes the checkpoint into a temporary folder and renames it into place, so a crash never leaves
 // a half checkpoint under a step's name (a failed write removes the temporary folder; one left by a
 // killed run is removed when the next run claims the folder); then prunes to the newest `keep`.
-template <typename Model>
-std::string save_step_checkpoint(const TrainOptions& o, const Model& gpt, const AdamW& opt, int step,
+std::string save_step_checkpoint(const TrainOptions& o, const model::Model& gpt, const AdamW& opt, int step,
                                  comm::World& world, const DataParallel& dp, const text::TokenizerFiles& tokenizer) {
   namespace fs = std::filesystem;
   const fs::path final_dir = checkpoint_dir(o.out, step);
@@ -137,7 +148,7 @@ std::string save_step_checkpoint(const TrainOptions& o, const Model& gpt, const 
   try {
     if (world.rank() == 0) fs::remove_all(tmp_dir);
     save_checkpoint(tmp_dir.string(), o.model, gpt.params(), gpt.spec_of(), world, &opt,
-                    TrainState{step, o.seed, o.layout, continuation_flags(o), dp.replicas}, dp.model);
+                    TrainState{step, o.seed, to_string(o.layout), continuation_flags(o), dp.replicas}, dp.model);
     if (o.save_gradients) save_gradients(tmp_dir.string(), gpt.params(), gpt.spec_of(), world, dp.model);
     // transformers' AutoTokenizer loads the folder as it is
     if (!o.tokenizer.empty()) save_tokenizer(tmp_dir.string(), tokenizer, world);
@@ -333,8 +344,7 @@ std::function<void()> claim_now_or_at_first_write(const TrainOptions& o, comm::W
 // Loads --resume's weights and training state into this run and returns the state (its step: the
 // steps it had done); a checkpoint that another seed or other settings wrote, or one past --steps,
 // is a ConfigError.
-template <typename Model>
-TrainState resume_from(const TrainOptions& o, Model& gpt, AdamW& opt) {
+TrainState resume_from(const TrainOptions& o, model::Model& gpt, AdamW& opt) {
   load_weights(o.resume, o.model, gpt.params());
   const TrainState state = load_train_state(o.resume, gpt.params(), opt);
   if (state.seed != o.seed) {
@@ -385,8 +395,7 @@ std::string validation_metrics(int step, double loss, const TokenFile& data) {
 
 // Where the run starts: --resume's step, with its weights and optimizer state, --init-from's weights
 // at step 0, or fresh weights at step 0.
-template <typename Model>
-int start_of_run(const TrainOptions& o, comm::World& world, const DataParallel& dp, Model& gpt, AdamW& opt) {
+int start_of_run(const TrainOptions& o, comm::World& world, const DataParallel& dp, model::Model& gpt, AdamW& opt) {
   if (!o.resume.empty()) {
     TrainState state;
     world.agree_on([&] { state = resume_from(o, gpt, opt); });
@@ -407,9 +416,116 @@ int start_of_run(const TrainOptions& o, comm::World& world, const DataParallel& 
   return 0;
 }
 
+// The trainer's checks between a step's phases: a loss or a gradient norm that is not finite ends
+// the run before the update, so nothing after the last checkpoint is written. Every rank has the
+// same loss and norm, so every rank stops at the same point. The robustness tests inject a NaN here.
+class FiniteChecks final : public StepChecks {
+ public:
+  FiniteChecks(const TrainOptions& o, comm::World& world, model::Model& gpt, Progress& progress,
+               std::function<std::string()> kept)
+      : o_(o), world_(world), gpt_(gpt), progress_(progress), kept_(std::move(kept)) {}
+  void at_step(int step) { step_ = step; }
+
+  bool loss_ok(float& loss) override {
+    const bool inject = step_ + 1 == o_.inject_nan_at_step;  // test-only
+    if (inject && o_.inject_nan_into == "loss") loss = std::numeric_limits<float>::quiet_NaN();
+    if (!std::isfinite(loss)) {
+      progress_.error("the loss became " + std::to_string(loss) + " at step " + std::to_string(step_ + 1) +
+                      "; stopping (" + kept_() + ")");
+      return false;
+    }
+    if (inject && o_.inject_nan_into == "gradient" && world_.rank() == 0) {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      core::copy_to_device(gpt_.context(), gpt_.params().tensors.back().grad.data(), &nan, 1);
+    }
+    return true;
+  }
+  bool norm_ok(float norm) override {
+    if (std::isfinite(norm)) return true;
+    progress_.error("the gradient norm became " + std::to_string(norm) + " at step " + std::to_string(step_ + 1) +
+                    " (the loss was finite); stopping before the update (" + kept_() + ")");
+    return false;
+  }
+
+ private:
+  const TrainOptions& o_;
+  comm::World& world_;
+  model::Model& gpt_;
+  Progress& progress_;
+  std::function<std::string()> kept_;
+  int step_ = 0;
+};
+
+// A step's line of metrics.jsonl.
+std::string step_metrics(int step, const StepOutcome& s, float lr, double ms, double tok_s,
+                         const core::MemoryLedger& ledger) {
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "{\"step\": %d, \"train_loss\": %.6f, \"grad_norm\": %.6f, \"lr\": %.6e, \"ms\": %.3f, "
+                "\"tokens_per_s\": %.1f, \"peak_mib\": %.3f, \"peak_activations_mib\": %.3f}",
+                step, s.loss, s.norm, lr, ms, tok_s, static_cast<double>(ledger.peak_total()) / (1 << 20),
+                static_cast<double>(ledger.peak(core::MemoryCategory::activations)) / (1 << 20));
+  return line;
+}
+
+// Sampling needs the whole vocabulary's logits: rank 0 loads the run's last checkpoint into a
+// serial model and prints a sample of --sample tokens.
+void print_sample(const TrainOptions& o, comm::World& world, const std::string& last_dir) {
+  if (o.sample_tokens <= 0 || world.rank() != 0 || last_dir.empty()) return;
+  serial::GPT sampler(o.model, core::cpu_context(), o.seed);
+  load_weights(last_dir, o.model, sampler.params());
+  SampleOptions so;
+  so.tokens = o.sample_tokens;
+  so.seed = o.seed;
+  const auto tokenizer = tokenizer_in(last_dir);
+  world.print0("sample:\n%s\n", sample_text(sampler, "\n", so, tokenizer.get()).c_str());
+}
+
+// What a run holds besides the model while it trains: the data, the output folder, the log.
+struct Run {
+  const TrainOptions& o;
+  comm::World& world;
+  const DataParallel& dp;
+  const TokenFile& train_data;
+  const TokenFile& val_data;
+  int eval_B = 0, eval_passes = 0;  // validation: passes of one micro-batch (a copy's pass)
+  const text::TokenizerFiles& tokenizer;
+  MetricsFile& metrics;
+  Progress& progress;
+  std::string last_dir;  // the newest checkpoint written
+};
+
+// The validation loss at `step`, in the log and in metrics.jsonl.
+void validate(Run& run, model::Model& gpt, int step) {
+  const double val = evaluate(gpt, run.val_data, run.eval_B, sequence_length(run.o), run.eval_passes);
+  run.progress.note(validation_note(step, run.o.steps, val, run.val_data));
+  run.metrics.write(validation_metrics(step, val, run.val_data));
+}
+
+// After step `step` (counted from 1): validation and a checkpoint when due, and a stop when asked
+// (pre-emption: this step's checkpoint, then a distinct exit). Returns the exit code, or -1 to go on.
+int after_step(Run& run, model::Model& gpt, const AdamW& opt, int step, const StopSignals& stop) {
+  const TrainOptions& o = run.o;
+  const bool last = step == o.steps;
+  if ((o.eval_interval > 0 && step % o.eval_interval == 0) || last) validate(run, gpt, step);
+  const bool saves = (o.checkpoint_interval > 0 && step % o.checkpoint_interval == 0) || last;
+  if (saves) {
+    run.last_dir = save_step_checkpoint(o, gpt, opt, step, run.world, run.dp, run.tokenizer);
+    char note[256];
+    std::snprintf(note, sizeof note, "step %5d/%d | checkpoint saved to %s", step, o.steps, run.last_dir.c_str());
+    run.progress.note(note);
+  }
+  const int signal = stop.agreed(run.world);
+  if (signal == 0 || last) return -1;
+  if (!saves) run.last_dir = save_step_checkpoint(o, gpt, opt, step, run.world, run.dp, run.tokenizer);
+  run.progress.note(std::string("stopped by ") + StopSignals::name(signal) + " after step " + std::to_string(step) +
+                    "; its checkpoint is " + run.last_dir + ", continue with --resume " + run.last_dir +
+                    " and the same flags (exit code " + std::to_string(kExitStopped) + ")");
+  return kExitStopped;
+}
+
 // The loop itself, for the model of any layout.
-template <typename Model>
-int run_training(const TrainOptions& o, comm::World& world, const DataParallel& dp, Model& gpt,
+int run_training(const TrainOptions& o, comm::World& world, const DataParallel& dp, model::Model& gpt,
                  const TokenFile& train_data, const TokenFile& val_data, int eval_batches,
                  const text::TokenizerFiles& tokenizer) {
   const int B = o.batch, T = sequence_length(o);
@@ -418,100 +534,38 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
   OutFolderLock lock;
   MetricsFile metrics(world.rank() == 0 ? o.out + "/metrics.jsonl" : "", !o.resume.empty(),
                       claim_now_or_at_first_write(o, world, lock));
+  Progress progress(o, world);
+  // Validation reads the same windows in passes of one micro-batch (a copy's pass), so it needs no
+  // more activations than a training pass; every copy computes the same loss.
+  const int eval_B = B / (dp.replicas * o.grad_accum);
+  Run run{o, world, dp, train_data, val_data, eval_B, eval_batches * (B / eval_B), tokenizer, metrics, progress, ""};
   // With data parallelism each block's gradients are summed over the copies as the last micro-batch's
   // backward pass completes it (in flight while the pass goes on with --overlap).
   SumOverCopies sum_over_copies(gpt, dp, o.memory.overlap);
+  FiniteChecks checks(o, world, gpt, progress, [&] {  // what a run that stops early leaves
+    return run.last_dir.empty() && o.resume.empty() ? std::string("no checkpoint was written")
+                                                    : "the last checkpoint in " + o.out + " is kept";
+  });
+  if (start == 0 && !o.init_from.empty()) validate(run, gpt, 0);  // the weights the run starts from
   std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
-  // Validation reads the same windows in passes of one micro-batch (a copy's pass), so it needs no
-  // more activations than a training pass; every copy computes the same loss.
-  const int eval_B = B / (dp.replicas * o.grad_accum), eval_passes = eval_batches * (B / eval_B);
-  char line[512];
-  std::string last_dir;
-  Progress progress(o, world);
-  const core::MemoryLedger& ledger = *gpt.context().ledger;
-  if (start == 0 && !o.init_from.empty()) {
-    // The loss of the weights the run starts from, on the validation windows optimus eval reads.
-    const double val = evaluate(gpt, val_data, eval_B, T, eval_passes);
-    progress.note(validation_note(0, o.steps, val, val_data));
-    metrics.write(validation_metrics(0, val, val_data));
-  }
-  auto kept = [&] {  // what a run that stops early leaves
-    return last_dir.empty() && o.resume.empty() ? std::string("no checkpoint was written")
-                                                : "the last checkpoint in " + o.out + " is kept";
-  };
   const auto run_start = std::chrono::steady_clock::now();
   const StopSignals stop;  // from here on SIGTERM and SIGUSR1 stop the run at the next step's end
   for (int step = start; step < o.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     sample_batch(inputs.data(), targets.data(), train_data, B, T, o.seed, static_cast<uint64_t>(step));
-    gpt.params().zero_grads();
-    float loss = static_cast<float>(loss_over_copies(
-        gpt, dp, accumulate_gradients(gpt, dp, inputs.data(), targets.data(), B, T, o.grad_accum, step)));
-    const bool inject = step + 1 == o.inject_nan_at_step;  // test-only
-    if (inject && o.inject_nan_into == "loss") loss = std::numeric_limits<float>::quiet_NaN();
-    if (!std::isfinite(loss)) {
-      // Every rank has the same loss, so every rank stops here, before the update, and nothing
-      // after the last checkpoint is written.
-      progress.error("the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
-                     "; stopping (" + kept() + ")");
-      return 1;
-    }
-    if (inject && o.inject_nan_into == "gradient" && world.rank() == 0) {
-      const float nan = std::numeric_limits<float>::quiet_NaN();
-      core::copy_to_device(gpt.context(), gpt.params().tensors.back().grad.data(), &nan, 1);
-    }
-    const float norm = gpt.clip_gradients(o.grad_clip);
-    if (!std::isfinite(norm)) {
-      // The norm is reduced over every rank, so every rank stops here, before the update.
-      progress.error("the gradient norm became " + std::to_string(norm) + " at step " + std::to_string(step + 1) +
-                     " (the loss was finite); stopping before the update (" + kept() + ")");
-      return 1;
-    }
     const float lr = learning_rate(step, o.steps, o.warmup, o.lr, o.min_lr);
-    opt.update(gpt.params(), lr);
+    checks.at_step(step);
+    const StepOutcome s =
+        train_step(gpt, dp, opt, {inputs.data(), targets.data(), B, T, o.grad_accum, step, o.grad_clip, lr}, &checks);
+    if (!s.updated) return 1;
     core::synchronize(gpt.context());  // a GPU's queued work is part of the step's time
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    const double tok_s = 1000.0 * B * T / ms;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-    progress.step(step, loss, norm, lr, ms, tok_s, step - start + 1, elapsed);
-    std::snprintf(line, sizeof line,
-                  "{\"step\": %d, \"train_loss\": %.6f, \"grad_norm\": %.6f, \"lr\": %.6e, \"ms\": %.3f, "
-                  "\"tokens_per_s\": %.1f, \"peak_mib\": %.3f, \"peak_activations_mib\": %.3f}",
-                  step + 1, loss, norm, lr, ms, tok_s, static_cast<double>(ledger.peak_total()) / (1 << 20),
-                  static_cast<double>(ledger.peak(core::MemoryCategory::activations)) / (1 << 20));
-    metrics.write(line);
-    const bool last = step + 1 == o.steps;
-    char note[256];
-    if ((o.eval_interval > 0 && (step + 1) % o.eval_interval == 0) || last) {
-      const double val = evaluate(gpt, val_data, eval_B, T, eval_passes);
-      progress.note(validation_note(step + 1, o.steps, val, val_data));
-      metrics.write(validation_metrics(step + 1, val, val_data));
-    }
-    const bool saves = (o.checkpoint_interval > 0 && (step + 1) % o.checkpoint_interval == 0) || last;
-    if (saves) {
-      last_dir = save_step_checkpoint(o, gpt, opt, step + 1, world, dp, tokenizer);
-      std::snprintf(note, sizeof note, "step %5d/%d | checkpoint saved to %s", step + 1, o.steps, last_dir.c_str());
-      progress.note(note);
-    }
-    if (const int signal = stop.agreed(world); signal != 0 && !last) {
-      // Asked to stop (pre-emption): this step's checkpoint, then a distinct exit.
-      if (!saves) last_dir = save_step_checkpoint(o, gpt, opt, step + 1, world, dp, tokenizer);
-      progress.note(std::string("stopped by ") + StopSignals::name(signal) + " after step " + std::to_string(step + 1) +
-                    "; its checkpoint is " + last_dir + ", continue with --resume " + last_dir +
-                    " and the same flags (exit code " + std::to_string(kExitStopped) + ")");
-      return kExitStopped;
-    }
+    progress.step(step, s.loss, s.norm, lr, ms, 1000.0 * B * T / ms, step - start + 1, elapsed);
+    metrics.write(step_metrics(step + 1, s, lr, ms, 1000.0 * B * T / ms, *gpt.context().ledger));
+    if (const int code = after_step(run, gpt, opt, step + 1, stop); code >= 0) return code;
   }
-  if (o.sample_tokens > 0 && world.rank() == 0 && !last_dir.empty()) {
-    // Sampling needs the whole vocabulary's logits: rank 0 loads the checkpoint into a serial model.
-    serial::GPT sampler(o.model, core::cpu_context(), o.seed);
-    load_weights(last_dir, o.model, sampler.params());
-    SampleOptions so;
-    so.tokens = o.sample_tokens;
-    so.seed = o.seed;
-    const auto tokenizer = tokenizer_in(last_dir);
-    world.print0("sample:\n%s\n", sample_text(sampler, "\n", so, tokenizer.get()).c_str());
-  }
+  print_sample(o, world, run.last_dir);
   return 0;
 }
 
@@ -612,9 +666,7 @@ int train(TrainOptions o, comm::World& world) {
   require_usable_settings(o);
   require_one_way_to_start(o);
   o.model.validate();
-  require_data_parallel_fits(o.layout, world.size(), D, B, o.grad_accum, T, o.memory.sequence_parallel,
-                             o.device.device);
-  require_placement_fits(o.layout, o.memory.placement, world.size() / D);
+  require_data_parallel_fits(o.layout, world.size(), D, B, o.grad_accum, T, o.memory, o.device.device);
   note_unused_overlap(world, o.memory.overlap, o.layout, D);
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
@@ -657,11 +709,13 @@ int train(TrainOptions o, comm::World& world) {
   };
   const std::string copies = D > 1 ? " (" + std::to_string(D) + " data-parallel copies of the model)" : "";
   world.print0("training %lld parameters, layout %s on %d rank%s%s, on %s, validating on %s; B=%d T=%d\n",
-               o.model.num_parameters(), o.layout.c_str(), world.size(), world.size() == 1 ? "" : "s", copies.c_str(),
-               name(train_data).c_str(), name(val_data).c_str(), B, T);
-  auto run = [&](auto& gpt) { return run_training(o, world, dp, gpt, train_data, val_data, eval_batches, tokenizer); };
-  if (D == 1) return with_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(), o.memory, run);
-  return with_model_on(o.layout, o.model, o.seed, *dp.model, ctx, o.memory, run);
+               o.model.num_parameters(), to_string(o.layout), world.size(), world.size() == 1 ? "" : "s",
+               copies.c_str(), name(train_data).c_str(), name(val_data).c_str(), B, T);
+  std::unique_ptr<comm::Communicator> device;  // outlives the model
+  const LayoutModel built =
+      D == 1 ? build_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(), o.memory, device)
+             : build_model(o.layout, o.model, o.seed, *dp.model, ctx, o.memory);
+  return run_training(o, world, dp, *built.model, train_data, val_data, eval_batches, tokenizer);
 }
 
 }  // namespace optimus::train

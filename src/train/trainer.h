@@ -1,5 +1,5 @@
 // The training loop (chapter 1): sample a batch, forward, backward, clip, AdamW with the schedule,
-// log a line, evaluate and checkpoint at intervals — in any layout (train/layouts.h), the same loop
+// log a line, evaluate and checkpoint at intervals — in any layout (train/layout.h), the same loop
 // for each. Its output folder holds one run: an earlier run's files are refused unless the run
 // resumes or is told to overwrite, and nothing there changes before the run is known to be valid.
 #pragma once
@@ -11,14 +11,16 @@
 #include "comm/world.h"
 #include "model/activation_block.h"
 #include "model/config.h"
+#include "model/model.h"
 #include "train/data.h"
 #include "train/device.h"
+#include "train/layout.h"
 #include "train/optimizer.h"
 
 namespace optimus::train {
 
 struct TrainOptions {
-  std::string layout = "serial";    // serial, 1d or 2d
+  Layout layout = Layout::serial;   // train/layout.h
   std::string data;                 // training text (bytes are tokens), a token file, or a folder of them
   std::string val;                  // validation text or token file; empty: the last 10% of data
   std::string tokenizer;            // set from a --data folder: its tokenizer, written into every checkpoint
@@ -73,15 +75,6 @@ int train(TrainOptions o, comm::World& world);
 std::string checkpoint_dir(const std::string& out, int step);
 
 /// The mean loss over `batches` consecutive evaluation windows (dropout off), for any layout's model.
-template <typename Model>
-double evaluate(Model& gpt, const TokenFile& data, int B, int T, int batches) {
-  std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
-  double sum = 0.0;
-  for (int k = 0; k < batches; ++k) {
-    eval_batch(inputs.data(), targets.data(), data, B, T, k);
-    sum += gpt.forward(inputs.data(), targets.data(), B, T, 0, /*train=*/false);
-  }
-  return sum / batches;
-}
+double evaluate(model::Model& gpt, const TokenFile& data, int B, int T, int batches);
 
 }  // namespace optimus::train

@@ -121,13 +121,13 @@ void require_meta_equals_cpu(const std::string& layout, const model::GPTConfig& 
   plan::StepResult on_cpu, on_meta;
   {
     comm::MpiCommunicator world(MPI_COMM_WORLD, "world", cpu.comm);
-    on_cpu = plan::run_training_step(layout, config, core::cpu_context(cpu.memory, &cpu.ops), world, options,
-                                     inputs.data(), targets.data());
+    on_cpu = plan::run_training_step(train::parse_layout(layout), config, core::cpu_context(cpu.memory, &cpu.ops),
+                                     world, options, inputs.data(), targets.data());
   }
   {
-    auto world = plan::meta_world(layout, P, rank, meta.comm);
-    on_meta = plan::run_training_step(layout, config, core::meta_context(meta.memory, &meta.ops), *world, options,
-                                      inputs.data(), targets.data());
+    auto world = train::meta_world(train::parse_layout(layout), P, rank, meta.comm);
+    on_meta = plan::run_training_step(train::parse_layout(layout), config, core::meta_context(meta.memory, &meta.ops),
+                                      *world, options, inputs.data(), targets.data());
   }
 
   MPI_REQUIRE((std::isfinite(on_cpu.loss) && std::isfinite(on_cpu.norm)));

@@ -41,7 +41,7 @@ std::pair<std::string, std::string> links(const plan::Placement& placement, int 
 }  // namespace
 
 TEST_CASE("placement: q = 4, 4 ranks per node, row-major puts each grid row on one node", "[placement]") {
-  const plan::Placement row_major{.layout = "2d", .ranks = 16, .ranks_per_node = 4};
+  const plan::Placement row_major{.layout = train::Layout::tp2d, .ranks = 16, .ranks_per_node = 4};
   CHECK(plan::group_of(row_major, "row", 5) == std::vector<int>{4, 5, 6, 7});
   CHECK(plan::group_of(row_major, "col", 5) == std::vector<int>{1, 5, 9, 13});
   for (int r = 0; r < 16; ++r) {
@@ -53,12 +53,13 @@ TEST_CASE("placement: q = 4, 4 ranks per node, row-major puts each grid row on o
 
 TEST_CASE("placement: q = 4, 4 ranks per node, 2×2 blocks put a 2×2 block on each node", "[placement]") {
   const plan::Placement blocks{
-      .layout = "2d", .ranks = 16, .ranks_per_node = 4, .arrangement = comm::Placement2D::parse("2x2")};
+      .layout = train::Layout::tp2d, .ranks = 16, .ranks_per_node = 4, .arrangement = comm::Placement2D::parse("2x2")};
   // Rank 5 holds grid position (0, 3) (comm/grid.h's picture): row 0 is ranks 0 1 4 5, column 3 is 5 7 13 15.
   CHECK(plan::group_of(blocks, "row", 5) == std::vector<int>{0, 1, 4, 5});
   CHECK(plan::group_of(blocks, "col", 5) == std::vector<int>{5, 7, 13, 15});
   for (int r = 0; r < 16; ++r) {
-    const std::set<int> row = nodes(plan::group_of(blocks, "row", r), 4), col = nodes(plan::group_of(blocks, "col", r), 4);
+    const std::set<int> row = nodes(plan::group_of(blocks, "row", r), 4),
+                        col = nodes(plan::group_of(blocks, "col", r), 4);
     CHECK(row.size() == 2);
     CHECK(col.size() == 2);
     CHECK(row.count(r / 4) == 1);
@@ -70,8 +71,9 @@ TEST_CASE("placement: q = 4, 4 ranks per node, 2×2 blocks put a 2×2 block on e
   CHECK(links(blocks, 5) == std::pair<std::string, std::string>{"inter_node", "inter_node"});
 }
 
-TEST_CASE("placement: with 2 data-parallel copies each copy is placed alike, its ranks counted from d·P", "[placement]") {
-  const plan::Placement two{.layout = "2d",
+TEST_CASE("placement: with 2 data-parallel copies each copy is placed alike, its ranks counted from d·P",
+          "[placement]") {
+  const plan::Placement two{.layout = train::Layout::tp2d,
                             .ranks = 4,
                             .ranks_per_node = 2,
                             .data_parallel = 2,

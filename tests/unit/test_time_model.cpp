@@ -81,7 +81,7 @@ TEST_CASE("time model: products at their shape class's rate times the threads, o
               .flops = 1,
               .bytes_read = 6'000'000'000,
               .bytes_written = 4'000'000'000});  // 1 s at 10 GB/s
-  const plan::Placement one{.layout = "serial", .ranks = 1, .ranks_per_node = 1};
+  const plan::Placement one{.layout = train::Layout::serial, .ranks = 1, .ranks_per_node = 1};
   const auto t1 = plan::predict_time(ops, comm::CommLedger{}, toy(), one, 0, {.threads = 1});
   CHECK(t1.compute_s == Approx(4.0));
   CHECK(t1.communication_s == 0.0);
@@ -104,7 +104,7 @@ TEST_CASE("time model: a kind of op the profile rates runs at that rate times th
   plan::HardwareProfile h = toy();
   h.op_rate[static_cast<size_t>(core::OpKind::elementwise)] = 2e9;  // bytes/s: 4 GB in 2 s
   h.op_rate[static_cast<size_t>(core::OpKind::attention)] = 3e9;    // FLOP/s: 6 GFLOP in 2 s
-  const plan::Placement one{.layout = "serial", .ranks = 1, .ranks_per_node = 1};
+  const plan::Placement one{.layout = train::Layout::serial, .ranks = 1, .ranks_per_node = 1};
   const auto t1 = plan::predict_time(ops, comm::CommLedger{}, h, one, 0, {.threads = 1});
   const auto kind = [&](const plan::TimeBreakdown& t, core::OpKind k) {
     return t.compute_by_kind[static_cast<size_t>(k)];
@@ -126,7 +126,7 @@ TEST_CASE("time model: more ranks on a node than devices take turns", "[time_mod
   ops.record(product(4'000'000'000, 128));  // 1 s alone
   comm::CommLedger comm;
   comm.record("world", CommOp::all_reduce, 4000, 8);
-  const plan::Placement crowded{.layout = "1d", .ranks = 8, .ranks_per_node = 8};  // 8 ranks, 4 devices
+  const plan::Placement crowded{.layout = train::Layout::tp1d, .ranks = 8, .ranks_per_node = 8};  // 8 ranks, 4 devices
   const auto t = plan::predict_time(ops, comm, toy(), crowded, 0, {});
   const plan::Link l = toy().intra_node;
   const double all_reduce =
@@ -143,7 +143,7 @@ TEST_CASE("time model: a group that spans nodes takes the inter-node link, share
   comm::CommLedger comm;
   comm.record("row", CommOp::all_reduce, 1000, 2);
   comm.record("col", CommOp::all_reduce, 1000, 2);
-  const plan::Placement grid{.layout = "2d", .ranks = 4, .ranks_per_node = 2};
+  const plan::Placement grid{.layout = train::Layout::tp2d, .ranks = 4, .ranks_per_node = 2};
   const auto t = plan::predict_time(core::OpLedger{}, comm, toy(), grid, 0, {});
   REQUIRE(t.communication.size() == 2);
   const plan::Link in = toy().intra_node, out = toy().inter_node;
@@ -167,7 +167,7 @@ TEST_CASE("time model: overlap hides (q − 1)/q of the smaller of SUMMA's commu
   comm::CommLedger comm;
   comm.record("row", CommOp::broadcast, 1'000'000, 3);  // SUMMA's: hidden
   comm.record("world", CommOp::all_reduce, 8, 9);       // not SUMMA's: never hidden
-  const plan::Placement grid{.layout = "2d", .ranks = 9, .ranks_per_node = 9};
+  const plan::Placement grid{.layout = train::Layout::tp2d, .ranks = 9, .ranks_per_node = 9};
   plan::HardwareProfile h = toy();
   h.devices_per_node = 9;  // no time-sharing
   const auto plain = plan::predict_time(ops, comm, h, grid, 4, {});
@@ -184,7 +184,7 @@ TEST_CASE("time model: overlap hides (q − 1)/q of the smaller of SUMMA's commu
 TEST_CASE("time model: D data-parallel copies, world rank d·P + t, nodes filled in rank order", "[time_model]") {
   // 2D on 2 × 2, two copies: ranks 0–3 are copy 0, 4–7 copy 1. A copy's grid is its own; the data
   // group of a rank is the same t in every copy.
-  const plan::Placement two{.layout = "2d", .ranks = 4, .ranks_per_node = 4, .data_parallel = 2};
+  const plan::Placement two{.layout = train::Layout::tp2d, .ranks = 4, .ranks_per_node = 4, .data_parallel = 2};
   CHECK(plan::group_of(two, "model", 5) == std::vector<int>{4, 5, 6, 7});
   CHECK(plan::group_of(two, "data", 5) == std::vector<int>{1, 5});
   CHECK(plan::group_of(two, "row", 6) == std::vector<int>{6, 7});
@@ -197,7 +197,7 @@ TEST_CASE("time model: D data-parallel copies, world rank d·P + t, nodes filled
   comm::CommLedger comm;
   comm.record("model", CommOp::all_reduce, 1000, 2);
   comm.record("data", CommOp::all_reduce, 4000, 2);
-  const plan::Placement split{.layout = "1d", .ranks = 2, .ranks_per_node = 2, .data_parallel = 2};
+  const plan::Placement split{.layout = train::Layout::tp1d, .ranks = 2, .ranks_per_node = 2, .data_parallel = 2};
   const auto t = plan::predict_time(core::OpLedger{}, comm, toy(), split, 0, {});
   REQUIRE(t.communication.size() == 2);
   const plan::Link in = toy().intra_node, out = toy().inter_node;
@@ -213,7 +213,7 @@ TEST_CASE("time model: D data-parallel copies, world rank d·P + t, nodes filled
     }
   }
   // The same world on one node: the data group stays inside it, and the node's 4 ranks fit its 4 devices.
-  const plan::Placement one_node{.layout = "1d", .ranks = 2, .ranks_per_node = 4, .data_parallel = 2};
+  const plan::Placement one_node{.layout = train::Layout::tp1d, .ranks = 2, .ranks_per_node = 4, .data_parallel = 2};
   const auto u = plan::predict_time(core::OpLedger{}, comm, toy(), one_node, 3, {});
   for (const plan::CollectiveTime& c : u.communication) CHECK(c.link == "intra_node");
   CHECK(u.time_sharing == 1.0);
@@ -221,7 +221,7 @@ TEST_CASE("time model: D data-parallel copies, world rank d·P + t, nodes filled
   // ring's 6 steps: 2(k − 1) = 2 between the nodes at α_inter, the other 4 inside them at α_intra.
   comm::CommLedger data;
   data.record("data", CommOp::all_reduce, 4000, 4);
-  const plan::Placement serial{.layout = "serial", .ranks = 1, .ranks_per_node = 2, .data_parallel = 4};
+  const plan::Placement serial{.layout = train::Layout::serial, .ranks = 1, .ranks_per_node = 2, .data_parallel = 4};
   const auto v = plan::predict_time(core::OpLedger{}, data, toy(), serial, 3, {});
   REQUIRE(v.communication.size() == 1);
   CHECK(v.communication[0].sharing == 1);
@@ -240,7 +240,7 @@ TEST_CASE("time model: overlap hides the data-parallel all-reduce but its last t
   step.record(product(12'000'000'000, 128));    // 3 s: forward and backward
   step.record(
       {.kind = core::OpKind::optimizer, .flops = 1, .bytes_read = 4'000'000'000, .bytes_written = 1'000'000'000});
-  const plan::Placement placement{.layout = "serial", .ranks = 1, .ranks_per_node = 4, .data_parallel = 4};
+  const plan::Placement placement{.layout = train::Layout::serial, .ranks = 1, .ranks_per_node = 4, .data_parallel = 4};
   const plan::Link l = toy().intra_node;
   // One call of n bytes at p = 4 (ring): launch + 6α + 1.5n·β + 0.75n·γ.
   auto call = [&](double n) {
@@ -296,7 +296,7 @@ TEST_CASE(
   const plan::Link in = h.intra_node, out = h.inter_node;
   const double n = 8000;
   // 1D on 8 ranks, 4 per node: k = 2 nodes, one group, its 4 ranks on the node share its one NIC.
-  const plan::Placement two{.layout = "1d", .ranks = 8, .ranks_per_node = 4};
+  const plan::Placement two{.layout = train::Layout::tp1d, .ranks = 8, .ranks_per_node = 4};
   comm::CommLedger all_reduce, all_gather, reduce_scatter;
   all_reduce.record("world", CommOp::all_reduce, static_cast<int64_t>(n), 8);
   all_gather.record("world", CommOp::all_gather, static_cast<int64_t>(n), 8);
@@ -315,7 +315,7 @@ TEST_CASE(
   // 1D on 6 ranks, 2 per node: k = 3, all_reduce's 10 steps, 4 of them between nodes.
   comm::CommLedger six;
   six.record("world", CommOp::all_reduce, static_cast<int64_t>(n), 6);
-  const plan::Placement three{.layout = "1d", .ranks = 6, .ranks_per_node = 2};
+  const plan::Placement three{.layout = train::Layout::tp1d, .ranks = 6, .ranks_per_node = 2};
   CHECK(only(six, h, three, 0).seconds ==
         Approx(1e-6 + 6 * in.alpha_s + 4 * out.alpha_s + 2 * n * 5 / 6 * out.beta_s_per_byte +
                n * 5 / 6 * out.gamma_s_per_byte));
@@ -336,8 +336,8 @@ TEST_CASE(
   comm::CommLedger broadcast, reduce;
   broadcast.record("world", CommOp::broadcast, static_cast<int64_t>(n), 8);
   reduce.record("world", CommOp::reduce, static_cast<int64_t>(n), 8);
-  const plan::Placement one{.layout = "1d", .ranks = 8, .ranks_per_node = 8};
-  const plan::Placement two{.layout = "1d", .ranks = 8, .ranks_per_node = 4};
+  const plan::Placement one{.layout = train::Layout::tp1d, .ranks = 8, .ranks_per_node = 8};
+  const plan::Placement two{.layout = train::Layout::tp1d, .ranks = 8, .ranks_per_node = 4};
   // One node of 8 (time-shared 2 ways on the toy's 4 devices): launch + α_intra + n·β_intra, twice.
   CHECK(only(broadcast, h, one, 0).seconds == Approx(2 * (1e-6 + in.alpha_s + n * in.beta_s_per_byte)));
   // Two nodes of 4: launch + α_inter + n·max(β_intra, β_inter); the reduce adds n·γ_inter.
@@ -359,7 +359,7 @@ TEST_CASE("time model: a group across nodes gets min(its ranks on the node, NICs
   world.record("world", CommOp::all_gather, static_cast<int64_t>(n), 16);
   // 1D on 16 ranks, 8 per node: one group, 8 ranks on the node, 4 NICs: min(8, 4, 4/1) = 4.
   // β_NIC / 4 = 2.5e-9 is still slower than β_intra = 1e-9: the bytes go at 2.5e-9.
-  const plan::Placement two{.layout = "1d", .ranks = 16, .ranks_per_node = 8};
+  const plan::Placement two{.layout = train::Layout::tp1d, .ranks = 16, .ranks_per_node = 8};
   const plan::CollectiveTime ag = only(world, h, two, 0);
   CHECK(ag.nics == 4.0);
   CHECK(ag.sharing == 1);
@@ -373,7 +373,7 @@ TEST_CASE("time model: a group across nodes gets min(its ranks on the node, NICs
   // node's 4 columns send at once: min(2, 4, 4/4) = 1 NIC each; with 8 NICs, min(2, 8, 8/4) = 2.
   comm::CommLedger col;
   col.record("col", CommOp::broadcast, static_cast<int64_t>(n), 4);
-  const plan::Placement grid{.layout = "2d", .ranks = 16, .ranks_per_node = 8};
+  const plan::Placement grid{.layout = train::Layout::tp2d, .ranks = 16, .ranks_per_node = 8};
   const plan::CollectiveTime shared = only(col, h, grid, 0);
   CHECK(shared.sharing == 4);
   CHECK(shared.nics == 1.0);

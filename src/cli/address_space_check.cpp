@@ -66,14 +66,13 @@ void refuse_small_address_space(int, char**, char** envp) {
   const long libraries = mapped_mib(), needed = libraries + kBaseMiB + kPerThreadMiB * (threads - 1);
   if (allowed >= needed) return;
   char line[480];
-  const int n =
-      std::snprintf(line, sizeof line,
-                    "error: optimus needs an address space of at least %ld MiB to start with %ld OpenBLAS "
-                    "thread%s (%ld MiB its libraries take, %ld to run, and %ld more for each thread past the "
-                    "first), but ulimit -v allows %ld MiB; raise it (ulimit -v %ld) or set OPENBLAS_NUM_THREADS "
-                    "lower\n",
-                    needed, threads, threads == 1 ? "" : "s", libraries, kBaseMiB, kPerThreadMiB, allowed,
-                    needed * 1024);
+  const int n = std::snprintf(
+      line, sizeof line,
+      "error: optimus needs an address space of at least %ld MiB to start with %ld OpenBLAS "
+      "thread%s (%ld MiB its libraries take, %ld to run, and %ld more for each thread past the "
+      "first), but ulimit -v allows %ld MiB; raise it (ulimit -v %ld) or set OPENBLAS_NUM_THREADS "
+      "lower\n",
+      needed, threads, threads == 1 ? "" : "s", libraries, kBaseMiB, kPerThreadMiB, allowed, needed * 1024);
   if (write(STDERR_FILENO, line, static_cast<size_t>(n)) < 0) _exit(1);
   _exit(1);
 }

@@ -1,0 +1,15 @@
+// The model of a checkpoint, for the subcommands that read one (eval, sample).
+#pragma once
+
+#include <string>
+
+#include "comm/world.h"
+#include "model/config.h"
+
+namespace optimus::cli {
+
+/// The checkpoint's model, refused before anything is allocated when this machine cannot hold it at
+/// batch B over `ranks` ranks (every rank reads the checkpoint itself: one that cannot fails them all).
+model::GPTConfig checkpoint_model(comm::World& world, const std::string& checkpoint, int B, int ranks);
+
+}  // namespace optimus::cli

@@ -1,0 +1,24 @@
+// The flags several subcommands share: the layout, the model's shape, chapter 5's memory
+// techniques, chapter 6's overlap and chapter 4's placement of the 2D grid.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "model/activation_block.h"
+#include "model/config.h"
+#include "train/layout.h"
+
+namespace optimus::cli {
+
+/// --layout, parsed by the layout table (train/layout.h); an unknown name is a ConfigError.
+void add_layout_option(CLI::App* app, train::Layout& layout);
+/// --layers, --embd, --heads, --seq, --dropout (train, init and plan).
+void add_model_flags(CLI::App* app, model::GPTConfig& m);
+/// --recompute, --sequence-parallel (train, bench and plan).
+void add_memory_flags(CLI::App* app, model::StageOptions& m);
+/// --overlap (train and bench; plan has its own, which also predicts its time).
+void add_overlap_flag(CLI::App* app, model::StageOptions& m);
+/// --placement (train, bench and plan).
+void add_placement_option(CLI::App* app, model::StageOptions& m);
+
+}  // namespace optimus::cli

@@ -1,0 +1,77 @@
+// The `optimus` command: train, eval, init, sample, tokenize, bench and plan (chapter 1; plan:
+// chapter 4). Every subcommand has --help; each is a pair add_<cmd> / run_<cmd> (cli/commands.h).
+// Bad input is one sentence on rank 0 and a non-zero exit (comm::run_main turns a ConfigError into
+// World::fail).
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "cli/commands.h"
+#include "comm/world.h"
+#include "core/errors.h"
+
+using namespace optimus;
+
+namespace {
+
+// The name of the subcommand the user typed, if it is none of ours: CLI11 calls it an extra argument.
+std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return "";
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == argv[1]) return "";
+  }
+  return argv[1];
+}
+
+// CLI11's parse, its errors turned into one sentence; returns the exit code of --help, or -1 to go on.
+int parse(CLI::App& app, comm::World& world, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return world.rank() == 0 ? app.exit(e) : 0;
+  } catch (const CLI::CallForAllHelp& e) {
+    return world.rank() == 0 ? app.exit(e) : 0;
+  } catch (const CLI::ParseError& e) {
+    const std::string unknown = unknown_subcommand(app, argc, argv);
+    if (!unknown.empty()) {
+      throw core::ConfigError("'" + unknown.substr(0, 40) +
+                              "' is not a subcommand of optimus; choose train, eval, init, sample, tokenize, bench "
+                              "or plan");
+    }
+    const std::string what = e.what();
+    throw core::ConfigError((what.size() > 200 ? what.substr(0, 200) + "..." : what) + "; see --help");
+  }
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return comm::run_main(argc, argv, [&](comm::World& world) {
+    CLI::App app{"optimus: train and evaluate GPT models with serial, Megatron 1D or Optimus 2D tensor parallelism"};
+    app.require_subcommand(1);
+    cli::TrainCommand train;
+    cli::EvalCommand eval;
+    cli::InitCommand init;
+    cli::SampleCommand sample;
+    cli::TokenizeCommand tokenize;
+    cli::BenchCommand bench;
+    cli::PlanCommand plan;
+    cli::add_train(app, train);
+    cli::add_eval(app, eval);
+    cli::add_init(app, init);
+    cli::add_sample(app, sample);
+    cli::add_tokenize(app, tokenize);
+    cli::add_bench(app, bench);
+    cli::add_plan(app, plan);
+    if (const int code = parse(app, world, argc, argv); code >= 0) return code;
+    if (*train.app) return cli::run_train(world, train);
+    if (*eval.app) return cli::run_eval(world, eval);
+    if (*init.app) return cli::run_init(world, init);
+    if (*sample.app) return cli::run_sample(world, sample);
+    if (*tokenize.app) return cli::run_tokenize(world, tokenize);
+    if (*bench.app) return cli::run_bench(world, bench);
+    if (*plan.app) return cli::run_plan(world, plan);
+    return 1;
+  });
+}

@@ -1,0 +1,192 @@
+// The table of layouts, and the checks and builders that read it.
+#include "train/layout.h"
+
+#include <array>
+#include <cstdio>
+#include <numeric>
+
+#include "core/errors.h"
+#include "serial/gpt.h"
+#include "tp1d/gpt.h"
+#include "tp1d/shard_1d.h"
+#include "tp2d/gpt.h"
+#include "tp2d/shard_2d.h"
+
+namespace optimus::train {
+
+namespace {
+
+// ---- serial: one rank holds the whole model --------------------------------------------------------
+
+void serial_ranks(int ranks, const std::string& who, bool data_parallel) {
+  if (ranks == 1) return;
+  throw core::ConfigError("the serial layout runs on 1 process, but " + who +
+                          (data_parallel ? "; choose --data-parallel equal to the processes, or --layout 1d or 2d"
+                                         : "; run without mpirun or choose --layout 1d or 2d"));
+}
+
+LayoutModel serial_build(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, comm::Communicator&,
+                         const model::StageOptions& options) {
+  return {nullptr, std::make_unique<serial::GPT>(config, ctx, seed, options)};
+}
+
+// ---- 1d: Megatron's column- and row-parallel layers over p ranks ------------------------------------
+
+void any_ranks(int, const std::string&, bool) {}
+
+int tp1d_batch_unit(int ranks, int T, bool sequence_parallel) {
+  return sequence_parallel ? ranks / std::gcd(ranks, T) : 1;
+}
+
+void tp1d_batch(int B, int T, int ranks, bool sequence_parallel, const BatchWords& words) {
+  if (sequence_parallel) tp1d::check_tokens_divisible(int64_t{B} * T, ranks, words.choose);
+}
+
+LayoutModel tp1d_build(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed,
+                       comm::Communicator& group, const model::StageOptions& options) {
+  auto grid = std::make_shared<const comm::Grid1D>(group);
+  return {grid, std::make_unique<tp1d::GPT>(config, ctx, seed, *grid, options)};
+}
+
+// ---- 2d: Optimus's SUMMA on a q×q grid -------------------------------------------------------------
+
+void tp2d_ranks(int ranks, const std::string& who, bool) {
+  comm::Grid2D::side(ranks, who);  // a ConfigError unless the ranks are a square
+}
+
+int tp2d_batch_unit(int ranks, int, bool) {
+  return comm::Grid2D::side(ranks);
+}
+
+void tp2d_batch(int B, int, int ranks, bool, const BatchWords& words) {
+  tp2d::check_batch_divisible_2d(B, comm::Grid2D::side(ranks), words.batch, words.choose);
+}
+
+void tp2d_shapes(const model::GPTConfig& config, int ranks) {
+  tp2d::check_divisible_2d(config, comm::Grid2D::side(ranks));
+}
+
+comm::SplitSizes tp2d_splits(int ranks) {
+  const int q = comm::Grid2D::side(ranks);
+  return {{"row", q}, {"col", q}, {"world", ranks}};  // "world": a block placement's renumbered grid
+}
+
+LayoutModel tp2d_build(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed,
+                       comm::Communicator& group, const model::StageOptions& options) {
+  auto grid = std::make_shared<const comm::Grid2D>(group, options.placement, options.overlap);
+  return {grid, std::make_unique<tp2d::GPT>(config, ctx, seed, *grid, options)};
+}
+
+// The stages check their own widths as they are built; 2D's must come before its grid's splits.
+void shapes_checked_by_stage(const model::GPTConfig&, int) {}
+void any_batch(int, int, int, bool, const BatchWords&) {}
+int one(int, int, bool) {
+  return 1;
+}
+comm::SplitSizes no_splits(int) {
+  return {};
+}
+
+const std::array<LayoutDefinition, 3> kLayouts = {{
+    {Layout::serial, "serial", false, false, false, serial_ranks, one, any_batch, shapes_checked_by_stage, no_splits,
+     serial_build},
+    {Layout::tp1d, "1d", true, false, false, any_ranks, tp1d_batch_unit, tp1d_batch, shapes_checked_by_stage, no_splits,
+     tp1d_build},
+    {Layout::tp2d, "2d", false, true, true, tp2d_ranks, tp2d_batch_unit, tp2d_batch, tp2d_shapes, tp2d_splits,
+     tp2d_build},
+}};
+
+}  // namespace
+
+const LayoutDefinition& definition(Layout layout) {
+  return kLayouts[static_cast<size_t>(layout)];
+}
+
+std::string layout_choices() {
+  std::string choices;
+  for (size_t k = 0; k < kLayouts.size(); ++k) {
+    choices += (k == 0 ? "" : k + 1 == kLayouts.size() ? " or " : ", ") + std::string(kLayouts[k].name);
+  }
+  return choices;
+}
+
+Layout parse_layout(const std::string& name) {
+  for (const LayoutDefinition& d : kLayouts) {
+    if (name == d.name) return d.layout;
+  }
+  throw core::ConfigError("unknown layout '" + name.substr(0, 40) + "'; choose " + layout_choices());
+}
+
+const char* to_string(Layout layout) {
+  return definition(layout).name;
+}
+
+void require_fits(Layout layout, int ranks, const model::StageOptions& options, int copies) {
+  const LayoutDefinition& d = definition(layout);
+  const std::string who = copies == 1
+                              ? "the world has " + std::to_string(ranks)
+                              : "one model copy has " + std::to_string(ranks) + " (" + std::to_string(ranks * copies) +
+                                    " processes / --data-parallel " + std::to_string(copies) + ")";
+  d.require_ranks(ranks, who, copies > 1);
+  if (options.sequence_parallel && !d.sequence_parallel) {
+    throw core::ConfigError(std::string("--sequence-parallel is a mode of the 1d layout, not of ") + d.name +
+                            "; use it with --layout 1d");
+  }
+  if (options.placement.row_major()) return;
+  if (!d.grid) {
+    throw core::ConfigError("--placement " + options.placement.name() + " arranges the grid of the 2d layout, and " +
+                            d.name + " has none; use --placement row-major or --layout 2d");
+  }
+  options.placement.check(comm::Grid2D::side(ranks));
+}
+
+void require_batch_fits(Layout layout, int B, int ranks, int T, bool sequence_parallel, int grad_accum,
+                        std::string batch) {
+  const int Bm = B / grad_accum;
+  if (batch.empty()) batch = "--batch " + std::to_string(B);
+  BatchWords words{batch, "choose --batch"};
+  if (grad_accum > 1) {
+    words.batch = "the micro-batch (" + batch + " / --grad-accum " + std::to_string(grad_accum) + " = " +
+                  std::to_string(Bm) + ")";
+    words.choose = "choose --batch / --grad-accum";
+  }
+  definition(layout).require_batch(Bm, T, ranks, sequence_parallel, words);
+}
+
+int batch_unit(Layout layout, int ranks, int T, bool sequence_parallel) {
+  return definition(layout).batch_unit(ranks, T, sequence_parallel);
+}
+
+LayoutModel build_model(Layout layout, const model::GPTConfig& config, uint32_t seed, comm::Communicator& group,
+                        const core::Context& ctx, const model::StageOptions& options) {
+  const LayoutDefinition& d = definition(layout);
+  require_fits(layout, group.size(), options);
+  d.require_shapes(config, group.size());
+  return d.build(config, ctx, seed, group, options);
+}
+
+LayoutModel build_model(Layout layout, const model::GPTConfig& config, uint32_t seed, comm::World& world,
+                        const core::Context& ctx, comm::DeviceComm device_comm, const model::StageOptions& options,
+                        std::unique_ptr<comm::Communicator>& owned) {
+  const LayoutDefinition& d = definition(layout);
+  require_fits(layout, world.size(), options);
+  d.require_shapes(config, world.size());  // before the device communicator and the grid's splits
+  comm::Communicator* group = &world.comm();
+  if (layout != Layout::serial && ctx.device != core::Device::cpu) {
+    std::string chosen;
+    owned =
+        comm::make_device_communicator(MPI_COMM_WORLD, ctx, device_comm, "world", comm::CommLedger::process(), &chosen);
+    if (world.rank() == 0) std::fprintf(stderr, "optimus: device communicator: %s\n", chosen.c_str());
+    group = owned.get();
+  }
+  return d.build(config, ctx, seed, *group, options);
+}
+
+std::unique_ptr<comm::MetaCommunicator> meta_world(Layout layout, int ranks, int rank, comm::CommLedger& ledger,
+                                                   int data_parallel) {
+  comm::SplitSizes splits = definition(layout).splits(ranks);
+  if (data_parallel > 1) splits["model"] = ranks, splits["data"] = data_parallel;
+  return comm::MetaCommunicator::world(ranks * data_parallel, rank, splits, ledger);
+}
+
+}  // namespace optimus::train
