@@ -12,8 +12,8 @@
 #include <stdexcept>
 
 #include "core/errors.h"
-#include "model/file_io.h"
-#include "model/json_text.h"
+#include "io/file_io.h"
+#include "io/json_text.h"
 #include "model/params.h"
 
 namespace optimus::model {
@@ -48,7 +48,7 @@ std::string quote_name(const std::string& s) {
 }
 
 std::string show(const json& v) {
-  return json_excerpt(v);
+  return io::json_excerpt(v);
 }
 
 int required_int(const json& cfg, const char* key, const std::string& where) {
@@ -112,7 +112,7 @@ std::string config_to_json(const GPTConfig& c) {
 
 GPTConfig config_from_json(const std::string& text, const std::string& path) {
   const std::string where = "checkpoint config " + path;
-  const json cfg = parse_json(text, where, "fix it or re-save the checkpoint");
+  const json cfg = io::parse_json(text, where, "fix it or re-save the checkpoint");
   if (!cfg.is_object())
     throw ConfigError(where + " is a JSON " + cfg.type_name() + ", not an object; re-save the checkpoint");
   if (!cfg.contains("model_type")) {
@@ -164,7 +164,7 @@ GPTConfig config_from_json(const std::string& text, const std::string& path) {
 }
 
 GPTConfig read_config(const std::string& path) {
-  return config_from_json(read_whole_file(path, "checkpoint config", kMaxJsonFileBytes), path);
+  return config_from_json(io::read_whole_file(path, "checkpoint config", io::kMaxJsonFileBytes), path);
 }
 
 void save_model(const std::string& dir, const GPTConfig& config, const CanonicalParams& params,
@@ -196,7 +196,7 @@ void save_model(const std::string& dir, const GPTConfig& config, const Canonical
   // config.json last: in a fresh directory, its presence means the weights are complete.
   const std::string config_path = (fs::path(dir) / kConfigFile).string();
   const std::string text = config_to_json(config);
-  write_atomically(config_path, [&](std::FILE* f) { write_bytes(f, text.data(), text.size(), config_path); });
+  io::write_atomically(config_path, [&](std::FILE* f) { io::write_bytes(f, text.data(), text.size(), config_path); });
 }
 
 void require_checkpoint_directory(const std::string& dir) {

@@ -13,8 +13,8 @@
 #include <stdexcept>
 
 #include "core/errors.h"
-#include "model/file_io.h"
-#include "model/json_text.h"
+#include "io/file_io.h"
+#include "io/json_text.h"
 
 namespace optimus::model {
 
@@ -201,17 +201,55 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
   const uint64_t n = text.size();
   unsigned char length[8];
   std::memcpy(length, &n, 8);  // little-endian u64
-  write_atomically(path, [&](std::FILE* f) {
-    write_bytes(f, length, 8, path);
-    write_bytes(f, text.data(), text.size(), path);
-    for (const SafeTensor& t : tensors) write_bytes(f, t.bytes.data(), t.bytes.size(), path);
+  io::write_atomically(path, [&](std::FILE* f) {
+    io::write_bytes(f, length, 8, path);
+    io::write_bytes(f, text.data(), text.size(), path);
+    for (const SafeTensor& t : tensors) io::write_bytes(f, t.bytes.data(), t.bytes.size(), path);
   });
 }
+
+namespace {
+
+// The data ranges of `entries`, sorted here, must tile [0, data_size) exactly: no overlap, no gap,
+// nothing missing, nothing after the last tensor. Returns the bytes they cover.
+uint64_t require_tiled(const std::string& where, std::vector<Entry>& entries, uint64_t data_size) {
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  uint64_t covered = 0;
+  for (size_t k = 0; k < entries.size(); ++k) {
+    const Entry& e = entries[k];
+    const std::string before = k == 0 ? "the start of the data" : "tensor " + quote_name(entries[k - 1].name);
+    if (e.begin < covered) {
+      throw ConfigError(where + " is damaged: the data of tensor " + quote_name(e.name) + " (bytes " + num(e.begin) +
+                        " to " + num(e.end) + ") overlaps " + before + " (which ends at byte " + num(covered) +
+                        ") — use another checkpoint");
+    }
+    if (e.begin > covered) {
+      throw ConfigError(where + " is damaged: it leaves a gap of " + num(e.begin - covered) + " bytes between " +
+                        before + " and tensor " + quote_name(e.name) + " — use another checkpoint");
+    }
+    covered = e.end;
+  }
+  if (covered > data_size) {
+    throw ConfigError(where + " is truncated: its header promises " + num(covered) +
+                      " bytes of tensor data but the file has " + num(data_size) +
+                      "; it was probably cut short while copying — use another checkpoint");
+  }
+  if (covered < data_size) {
+    throw ConfigError(where + " has " + num(data_size - covered) +
+                      " bytes of trailing data after its last tensor (its header accounts for " + num(covered) +
+                      " bytes of tensor data); the file is damaged — use another checkpoint");
+  }
+
+  return covered;
+}
+
+}  // namespace
 
 SafeTensorFile read_safetensors(const std::string& path) {
   // The header first; the data is read only once the header accounts for every byte of the file.
   const std::string where = "checkpoint file " + path;
-  const uintmax_t size = regular_file_size(path, "checkpoint file");
+  const uintmax_t size = io::regular_file_size(path, "checkpoint file");
   if (size < 8) {
     throw ConfigError(where + " is " + num(size) +
                       " bytes long, too short to hold even the 8-byte header length; it is empty or was cut short — "
@@ -235,8 +273,8 @@ SafeTensorFile read_safetensors(const std::string& path) {
   if (!in.read(header_text.data(), static_cast<std::streamsize>(n))) {
     throw ConfigError("cannot read " + where + "; check the file system");
   }
-  const json header = parse_json(header_text, where + "'s header",
-                                 "the file is damaged or not a safetensors file — use another checkpoint");
+  const json header = io::parse_json(header_text, where + "'s header",
+                                     "the file is damaged or not a safetensors file — use another checkpoint");
   if (!header.is_object()) {
     throw ConfigError(where + " has a header that is a JSON " + header.type_name() + ", not an object" + kUseAnother);
   }
@@ -251,36 +289,7 @@ SafeTensorFile read_safetensors(const std::string& path) {
       entries.push_back(parse_entry(where, key, value));
     }
   }
-  // The data ranges, sorted, must tile [0, end of the last tensor) exactly: no overlap, no gap.
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
-  uint64_t covered = 0;
-  for (size_t k = 0; k < entries.size(); ++k) {
-    const Entry& e = entries[k];
-    const std::string before = k == 0 ? "the start of the data" : "tensor " + quote_name(entries[k - 1].name);
-    if (e.begin < covered) {
-      throw ConfigError(where + " is damaged: the data of tensor " + quote_name(e.name) + " (bytes " + num(e.begin) +
-                        " to " + num(e.end) + ") overlaps " + before + " (which ends at byte " + num(covered) +
-                        ") — use another checkpoint");
-    }
-    if (e.begin > covered) {
-      throw ConfigError(where + " is damaged: it leaves a gap of " + num(e.begin - covered) + " bytes between " +
-                        before + " and tensor " + quote_name(e.name) + " — use another checkpoint");
-    }
-    covered = e.end;
-  }
-  const uint64_t data_size = after_length - n;
-  if (covered > data_size) {
-    throw ConfigError(where + " is truncated: its header promises " + num(covered) +
-                      " bytes of tensor data but the file has " + num(data_size) +
-                      "; it was probably cut short while copying — use another checkpoint");
-  }
-  if (covered < data_size) {
-    throw ConfigError(where + " has " + num(data_size - covered) +
-                      " bytes of trailing data after its last tensor (its header accounts for " + num(covered) +
-                      " bytes of tensor data); the file is damaged — use another checkpoint");
-  }
-
+  const uint64_t covered = require_tiled(where, entries, after_length - n);
   std::string data(covered, '\0');
   if (!in.read(data.data(), static_cast<std::streamsize>(covered))) {
     throw ConfigError("cannot read " + where + "; check the file system");

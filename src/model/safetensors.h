@@ -49,7 +49,7 @@ struct SafeTensorFile {
   const SafeTensor& require(const std::string& name, DType dtype, const core::Shape& shape) const;
 };
 
-/// Writes the tensors, back to back in the given order, atomically (model/file_io.h). The header is
+/// Writes the tensors, back to back in the given order, atomically (io/file_io.h). The header is
 /// padded with spaces to a multiple of 8 bytes so the data starts aligned, as the reference writer
 /// does. Duplicate or empty names and byte counts that do not match the shape are std::invalid_argument.
 void write_safetensors(const std::string& path, const std::vector<SafeTensor>& tensors, const Metadata& metadata = {});

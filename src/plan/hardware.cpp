@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "core/errors.h"
-#include "model/file_io.h"
-#include "model/json_text.h"
+#include "io/file_io.h"
+#include "io/json_text.h"
 
 #ifndef OPTIMUS_HARDWARE_DIR
 #define OPTIMUS_HARDWARE_DIR "data/hardware"
@@ -45,7 +45,7 @@ class Fields {
     if (!(x >= least) || x > std::numeric_limits<double>::max()) {
       char bound[32];
       std::snprintf(bound, sizeof bound, "%g", least);
-      fail(field, "must be a finite number of at least " + std::string(bound) + ", but is " + model::json_excerpt(v));
+      fail(field, "must be a finite number of at least " + std::string(bound) + ", but is " + io::json_excerpt(v));
     }
     return x;
   }
@@ -137,7 +137,7 @@ class Fields {
     const bool rooted = op == comm::CommOp::broadcast || op == comm::CommOp::reduce;
     if (rooted && text == "binomial_tree") return Algorithm::binomial_tree;
     if (op == comm::CommOp::broadcast && text == "scatter_allgather") return Algorithm::scatter_allgather;
-    fail(field, "is " + model::json_excerpt(a) + ", which the model has no cost for");
+    fail(field, "is " + io::json_excerpt(a) + ", which the model has no cost for");
   }
 
  private:
@@ -187,7 +187,7 @@ std::string hardware_dir() {
 
 HardwareProfile load_hardware(const std::string& name_or_path) {
   const std::string path = resolve(name_or_path);
-  const Json profile = model::parse_json(model::read_whole_file(path, "hardware profile", model::kMaxJsonFileBytes),
+  const Json profile = io::parse_json(io::read_whole_file(path, "hardware profile", io::kMaxJsonFileBytes),
                                          "hardware profile " + path);
   const Fields f(path);
   HardwareProfile h;

@@ -261,15 +261,14 @@ void require_valid(const PlanOptions& o) {
   if (o.data_parallel < 1) {
     throw core::ConfigError("--data-parallel must be 1 or more, but is " + std::to_string(o.data_parallel));
   }
-  if (o.data_parallel > 1) {  // the layout's own checks come with the model, on a copy's share
-    train::require_fits(o.layout, o.ranks, o.memory);
+  train::require_fits(o.layout, o.ranks, o.memory);  // the copy's ranks, named as the world of --ranks
+  if (o.data_parallel > 1) {                         // the layout's batch checks come with the model, on a copy's share
     train::require_data_parallel_fits(o.layout, o.ranks * o.data_parallel, o.data_parallel, o.batch, 1,
                                       o.config.n_positions, o.memory, "cpu");
   }
   if (o.ranks_per_node < 0) {
     throw core::ConfigError("--ranks-per-node must be 1 or more, but is " + std::to_string(o.ranks_per_node));
   }
-  train::require_fits(o.layout, o.ranks, o.memory);
   o.config.validate();
 }
 
@@ -279,61 +278,77 @@ double host_bytes_lower_bound(const PlanOptions& o) {
   return kBytesPerBlock * o.config.n_layer + 4.0 * o.batch * o.config.n_positions;
 }
 
-std::string plan_report(const PlanOptions& o) {
-  require_valid(o);
-  const bool timed = !o.hardware.empty();
-  const HardwareProfile hardware = timed ? at_precision(load_hardware(o.hardware), o.precision) : HardwareProfile{};
+namespace {
+
+// What the report says: the ranks' ledgers, with a profile their times, and the extremes.
+struct Report {
+  bool timed = false;
+  HardwareProfile hardware;
   std::vector<RankLedgers> ranks;
   std::vector<RankTimes> times;
-  for (int r : ranks_to_run(o.ranks, o.data_parallel)) {
-    ranks.push_back(run_rank(o, r));
-    if (timed) times.push_back(time_rank(o, hardware, ranks.back()));
+  size_t busiest = 0, slowest = 0;  // indices into ranks
+  int fits = 0;                     // the largest batch that fits a device (with a profile)
+};
+
+Report run_report(const PlanOptions& o) {
+  Report r;
+  r.timed = !o.hardware.empty();
+  if (r.timed) r.hardware = at_precision(load_hardware(o.hardware), o.precision);
+  for (int rank : ranks_to_run(o.ranks, o.data_parallel)) {
+    r.ranks.push_back(run_rank(o, rank));
+    if (r.timed) r.times.push_back(time_rank(o, r.hardware, r.ranks.back()));
   }
-  size_t busiest = 0, slowest = 0;
-  for (size_t k = 1; k < ranks.size(); ++k) {
-    if (ranks[k].memory.peak_total() > ranks[busiest].memory.peak_total()) busiest = k;
-    if (timed && times[k].step.total_s > times[slowest].step.total_s) slowest = k;
+  for (size_t k = 1; k < r.ranks.size(); ++k) {
+    if (r.ranks[k].memory.peak_total() > r.ranks[r.busiest].memory.peak_total()) r.busiest = k;
+    if (r.timed && r.times[k].step.total_s > r.times[r.slowest].step.total_s) r.slowest = k;
   }
   constexpr int kBatchLimit = 1 << 20;
-  const int fits = timed ? largest_batch(o, hardware.device_memory_bytes, kBatchLimit) : 0;
+  if (r.timed) r.fits = largest_batch(o, r.hardware.device_memory_bytes, kBatchLimit);
+  return r;
+}
 
+std::string report_json(const PlanOptions& o, const Report& r) {
   const model::GPTConfig& c = o.config;
-  if (o.json) {
-    nlohmann::json out = {{"layout", train::to_string(o.layout)},
-                          {"ranks", o.ranks},
-                          {"data_parallel", o.data_parallel},
-                          {"world", o.ranks * o.data_parallel},
-                          {"model",
-                           {{"n_layer", c.n_layer},
-                            {"n_embd", c.n_embd},
-                            {"n_head", c.n_head},
-                            {"n_positions", c.n_positions},
-                            {"vocab_size", c.vocab_size},
-                            {"parameters", c.num_parameters()}}},
-                          {"batch", o.batch},
-                          {"precision", to_string(o.precision)},
-                          {"recompute", model::to_string(o.memory.recompute)},
-                          {"sequence_parallel", o.memory.sequence_parallel},
-                          {"busiest_rank", ranks[busiest].rank},
-                          {"per_rank", nlohmann::json::array()}};
-    for (size_t k = 0; k < ranks.size(); ++k) {
-      out["per_rank"].push_back(to_json(ranks[k]));
-      if (timed)
-        out["per_rank"].back()["time"] = {{"step", to_json(times[k].step)}, {"forward", to_json(times[k].forward)}};
+  nlohmann::json out = {{"layout", train::to_string(o.layout)},
+                        {"ranks", o.ranks},
+                        {"data_parallel", o.data_parallel},
+                        {"world", o.ranks * o.data_parallel},
+                        {"model",
+                         {{"n_layer", c.n_layer},
+                          {"n_embd", c.n_embd},
+                          {"n_head", c.n_head},
+                          {"n_positions", c.n_positions},
+                          {"vocab_size", c.vocab_size},
+                          {"parameters", c.num_parameters()}}},
+                        {"batch", o.batch},
+                        {"precision", to_string(o.precision)},
+                        {"recompute", model::to_string(o.memory.recompute)},
+                        {"sequence_parallel", o.memory.sequence_parallel},
+                        {"busiest_rank", r.ranks[r.busiest].rank},
+                        {"per_rank", nlohmann::json::array()}};
+  for (size_t k = 0; k < r.ranks.size(); ++k) {
+    out["per_rank"].push_back(to_json(r.ranks[k]));
+    if (r.timed) {
+      out["per_rank"].back()["time"] = {{"step", to_json(r.times[k].step)}, {"forward", to_json(r.times[k].forward)}};
     }
-    if (timed) {
-      out["hardware"] = {{"name", hardware.name},
-                         {"ranks_per_node", placement_of(o, hardware).ranks_per_node},
-                         {"threads", o.threads},
-                         {"overlap", o.overlap},
-                         {"device_memory_bytes", hardware.device_memory_bytes}};
-      out["largest_batch"] = fits > 0 ? nlohmann::json(fits) : nlohmann::json(nullptr);
-      out["time"] = {{"slowest_rank", ranks[slowest].rank},
-                     {"step", to_json(times[slowest].step)},
-                     {"forward", to_json(times[slowest].forward)}};
-    }
-    return out.dump(1) + "\n";
   }
+  if (r.timed) {
+    out["hardware"] = {{"name", r.hardware.name},
+                       {"ranks_per_node", placement_of(o, r.hardware).ranks_per_node},
+                       {"threads", o.threads},
+                       {"overlap", o.overlap},
+                       {"device_memory_bytes", r.hardware.device_memory_bytes}};
+    out["largest_batch"] = r.fits > 0 ? nlohmann::json(r.fits) : nlohmann::json(nullptr);
+    out["time"] = {{"slowest_rank", r.ranks[r.slowest].rank},
+                   {"step", to_json(r.times[r.slowest].step)},
+                   {"forward", to_json(r.times[r.slowest].forward)}};
+  }
+  return out.dump(1) + "\n";
+}
+
+// The report's first line: the layout, the model, the batch and the time model's settings.
+std::string report_title(const PlanOptions& o, const Report& r) {
+  const model::GPTConfig& c = o.config;
   std::ostringstream out;
   const std::string copies = o.data_parallel > 1 ? " x " + std::to_string(o.data_parallel) + " data-parallel copies (" +
                                                        std::to_string(o.ranks * o.data_parallel) + " ranks)"
@@ -344,28 +359,42 @@ std::string plan_report(const PlanOptions& o) {
       << (o.memory.sequence_parallel ? ", sequence parallel" : "")
       << (o.memory.recompute == model::Recompute::block ? ", recompute block" : "")
       << (o.precision != Precision::fp32 ? std::string(", precision ") + to_string(o.precision) : "")
-      << "; one training step on the meta device for " << ranks.size() << " of " << o.ranks * o.data_parallel
+      << "; one training step on the meta device for " << r.ranks.size() << " of " << o.ranks * o.data_parallel
       << " ranks; "
-      << (timed
-              ? "time model: hardware " + hardware.name + ", " +
-                    std::to_string(placement_of(o, hardware).ranks_per_node) + " ranks per node, " +
+      << (r.timed
+              ? "time model: hardware " + r.hardware.name + ", " +
+                    std::to_string(placement_of(o, r.hardware).ranks_per_node) + " ranks per node, " +
                     std::to_string(o.threads) + " thread(s) per rank" + (o.overlap ? ", communication overlapped" : "")
               : std::string("no time model (give --hardware)"))
       << "\n";
-  for (size_t k = 0; k < ranks.size(); ++k) {
-    out << to_text(ranks[k]);
-    if (timed) out << to_text("step", times[k].step) << to_text("forward", times[k].forward);
+  return out.str();
+}
+
+std::string report_text(const PlanOptions& o, const Report& r) {
+  std::ostringstream out;
+  out << report_title(o, r);
+  for (size_t k = 0; k < r.ranks.size(); ++k) {
+    out << to_text(r.ranks[k]);
+    if (r.timed) out << to_text("step", r.times[k].step) << to_text("forward", r.times[k].forward);
   }
-  out << "busiest rank: " << ranks[busiest].rank << " (the largest peak memory, "
-      << mib(ranks[busiest].memory.peak_total()) << " MiB)\n";
-  if (timed) {
+  out << "busiest rank: " << r.ranks[r.busiest].rank << " (the largest peak memory, "
+      << mib(r.ranks[r.busiest].memory.peak_total()) << " MiB)\n";
+  if (r.timed) {
     char line[200];
-    std::snprintf(line, sizeof line, "slowest rank: %d (step %.3f ms, forward %.3f ms)\n", ranks[slowest].rank,
-                  1e3 * times[slowest].step.total_s, 1e3 * times[slowest].forward.total_s);
-    out << line << "largest batch that fits " << mib(static_cast<size_t>(hardware.device_memory_bytes))
-        << " MiB per device: " << (fits > 0 ? std::to_string(fits) : "none (not even the smallest batch)") << "\n";
+    std::snprintf(line, sizeof line, "slowest rank: %d (step %.3f ms, forward %.3f ms)\n", r.ranks[r.slowest].rank,
+                  1e3 * r.times[r.slowest].step.total_s, 1e3 * r.times[r.slowest].forward.total_s);
+    out << line << "largest batch that fits " << mib(static_cast<size_t>(r.hardware.device_memory_bytes))
+        << " MiB per device: " << (r.fits > 0 ? std::to_string(r.fits) : "none (not even the smallest batch)") << "\n";
   }
   return out.str();
+}
+
+}  // namespace
+
+std::string plan_report(const PlanOptions& o) {
+  require_valid(o);
+  const Report r = run_report(o);
+  return o.json ? report_json(o, r) : report_text(o, r);
 }
 
 }  // namespace optimus::plan

@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "core/errors.h"
-#include "model/file_io.h"
+#include "io/file_io.h"
 
 namespace optimus::text {
 
@@ -185,7 +185,7 @@ Tokenizer Tokenizer::load(const std::string& dir) {
 
 void Tokenizer::read_vocab(const std::string& path) {
   VocabReader reader(path);
-  const std::string text = model::read_whole_file(path, "the tokenizer's vocabulary", 64 << 20);
+  const std::string text = io::read_whole_file(path, "the tokenizer's vocabulary", 64 << 20);
   nlohmann::json::sax_parse(text, &reader);
   std::vector<std::pair<std::string, int64_t>>& vocab = reader.entries;
   if (vocab.empty()) reader.refuse();

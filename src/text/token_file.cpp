@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "core/errors.h"
-#include "model/file_io.h"
+#include "io/file_io.h"
 
 namespace optimus::text {
 
@@ -71,13 +71,13 @@ void write_token_file(std::FILE* f, const std::string& path, const std::vector<u
   put<uint32_t>(header, 32, h.vocab_size);
   put<uint32_t>(header, 36, h.merges);
   put<uint64_t>(header, 40, h.tokenizer_fingerprint);
-  model::write_bytes(f, header.data(), header.size(), path);
+  io::write_bytes(f, header.data(), header.size(), path);
   std::vector<unsigned char> block;
   for (size_t i = from; i < from + count; ++i) {
     const uint32_t id = ids[i];
     for (uint32_t k = 0; k < h.bytes_per_token; ++k) block.push_back(static_cast<unsigned char>(id >> (8 * k)));
     if (block.size() >= (1 << 20) || i + 1 == from + count) {
-      model::write_bytes(f, block.data(), block.size(), path);
+      io::write_bytes(f, block.data(), block.size(), path);
       block.clear();
     }
   }
@@ -88,7 +88,7 @@ void write_token_file(const std::string& path, const std::vector<uint32_t>& ids,
   TokenFileHeader h;
   h.text_bytes = text_bytes;
   h.vocab_size = vocab_size;
-  model::write_atomically(path, [&](std::FILE* f) { write_token_file(f, path, ids, from, count, h); });
+  io::write_atomically(path, [&](std::FILE* f) { write_token_file(f, path, ids, from, count, h); });
 }
 
 }  // namespace optimus::text

@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "core/errors.h"
-#include "model/file_io.h"
-#include "model/staged_files.h"
+#include "io/file_io.h"
+#include "io/staged_files.h"
 #include "text/bpe.h"
 #include "text/token_file.h"
 #include "text/tokenizer_folder.h"
@@ -26,7 +26,7 @@ std::vector<uint32_t> encode_files(const Tokenizer& tokenizer, const std::vector
   std::vector<uint32_t> ids;
   text_bytes = 0;
   for (size_t k = 0; k < files.size(); ++k) {
-    const std::string text = model::read_whole_file(files[k], "the input file", kMaxInputBytes);
+    const std::string text = io::read_whole_file(files[k], "the input file", kMaxInputBytes);
     if (k > 0 && tokenizer.end_of_text()) ids.push_back(static_cast<uint32_t>(*tokenizer.end_of_text()));
     for (int id : tokenizer.encode(text)) ids.push_back(static_cast<uint32_t>(id));
     text_bytes += text.size();
@@ -44,7 +44,7 @@ std::string seconds_since(std::chrono::steady_clock::time_point start) {
 
 // Stages ids[from, from + count) as the token file `name`, credited with text_bytes in proportion
 // to its share of all the ids (for bits per byte); returns "PATH (N tokens)".
-std::string stage_part(model::StagedFiles& out, const std::string& name, const std::vector<uint32_t>& ids, size_t from,
+std::string stage_part(io::StagedFiles& out, const std::string& name, const std::vector<uint32_t>& ids, size_t from,
                        size_t count, uint64_t text_bytes, const TokenizerFiles& tokenizer) {
   const double share = static_cast<double>(count) / static_cast<double>(ids.size());
   TokenFileHeader h;
@@ -63,7 +63,7 @@ std::string write_corpus(const TokenizeOptions& o, const TokenizerFiles& tokeniz
   const size_t n = ids.size();
   const size_t n_val =
       o.val_inputs.empty() ? static_cast<size_t>(std::floor(static_cast<double>(n) * o.val_fraction)) : 0;
-  model::StagedFiles out(o.out);
+  io::StagedFiles out(o.out);
   std::string report = stage_part(out, "train.tok", ids, 0, n - n_val, text_bytes, tokenizer);
   if (!val_ids.empty()) {
     report += ", " + stage_part(out, "val.tok", val_ids, 0, val_ids.size(), val_bytes, tokenizer);

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "core/errors.h"
-#include "model/file_io.h"
+#include "io/file_io.h"
 
 namespace optimus::text {
 
@@ -49,10 +49,10 @@ TokenizerFiles read_tokenizer_files(const std::string& dir, Tokenizer* loaded) {
   Tokenizer tokenizer = Tokenizer::load(dir);  // a missing file is its ConfigError
   TokenizerFiles t;
   t.dir = dir;
-  t.vocab_json = model::read_whole_file((fs::path(dir) / "vocab.json").string(), "the tokenizer's vocabulary",
+  t.vocab_json = io::read_whole_file((fs::path(dir) / "vocab.json").string(), "the tokenizer's vocabulary",
                                         kMaxTokenizerFileBytes);
   t.merges_txt =
-      model::read_whole_file((fs::path(dir) / "merges.txt").string(), "the tokenizer's merges", kMaxTokenizerFileBytes);
+      io::read_whole_file((fs::path(dir) / "merges.txt").string(), "the tokenizer's merges", kMaxTokenizerFileBytes);
   t.vocab_size = tokenizer.vocab_size();
   t.merges = count_merges(t.merges_txt);
   t.fingerprint = fingerprint(t.vocab_json, t.merges_txt);
@@ -84,10 +84,10 @@ void require_written_with(const TokenFileHeader& h, const std::string& token_pat
   }
 }
 
-void write_tokenizer_files(model::StagedFiles& out, const TokenizerFiles& t) {
+void write_tokenizer_files(io::StagedFiles& out, const TokenizerFiles& t) {
   for (const auto& [name, bytes] : {std::pair{"vocab.json", &t.vocab_json}, std::pair{"merges.txt", &t.merges_txt}}) {
     const std::string path = out.path_of(name);
-    out.write(name, [&](std::FILE* f) { model::write_bytes(f, bytes->data(), bytes->size(), path); });
+    out.write(name, [&](std::FILE* f) { io::write_bytes(f, bytes->data(), bytes->size(), path); });
   }
 }
 

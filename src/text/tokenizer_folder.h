@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/staged_files.h"
+#include "io/staged_files.h"
 #include "text/bpe.h"
 #include "text/token_file.h"
 
@@ -35,6 +35,6 @@ void stamp(TokenFileHeader& h, const TokenizerFiles& t);
 void require_written_with(const TokenFileHeader& h, const std::string& token_path, const TokenizerFiles& t);
 
 /// Writes t's two files into `out` (committed by the caller with the rest of its set).
-void write_tokenizer_files(model::StagedFiles& out, const TokenizerFiles& t);
+void write_tokenizer_files(io::StagedFiles& out, const TokenizerFiles& t);
 
 }  // namespace optimus::text

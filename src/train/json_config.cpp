@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "model/file_io.h"
-#include "model/json_text.h"
+#include "io/file_io.h"
+#include "io/json_text.h"
 
 namespace optimus::train {
 
@@ -21,7 +21,7 @@ std::string as_input(const std::string& where, const json& v) {
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number()) return v.dump();
   throw core::ConfigError(where + " must be a string, a number, a boolean or an array of them, not " +
-                          model::json_excerpt(v));
+                          io::json_excerpt(v));
 }
 
 // CLI11's message, which quotes the value, cut to a readable length.
@@ -32,15 +32,15 @@ std::string excerpt(const std::string& message) {
 }  // namespace
 
 void apply_json_config(CLI::App& cmd, const std::string& path) {
-  const json doc = model::parse_json(model::read_whole_file(path, "the --config file", model::kMaxJsonFileBytes),
+  const json doc = io::parse_json(io::read_whole_file(path, "the --config file", io::kMaxJsonFileBytes),
                                      "--config " + path);
   if (!doc.is_object()) throw core::ConfigError("--config " + path + " must hold one JSON object of flag: value pairs");
   for (const auto& [key, value] : doc.items()) {
-    const std::string where = "--config " + path + ": the value of " + model::json_excerpt(json(key));
+    const std::string where = "--config " + path + ": the value of " + io::json_excerpt(json(key));
     CLI::Option* opt = cmd.get_option_no_throw("--" + key);
     // A flag hidden from --help (a test-only switch) is for the command line alone.
     if (opt == nullptr || key == "config" || key == "help" || opt->get_group().empty()) {
-      throw core::ConfigError("--config " + path + " has the key " + model::json_excerpt(json(key)) +
+      throw core::ConfigError("--config " + path + " has the key " + io::json_excerpt(json(key)) +
                               ", which is not a flag of optimus " + cmd.get_name() +
                               "; its keys are the flag names without --, see --help");
     }

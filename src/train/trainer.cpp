@@ -21,7 +21,7 @@
 
 #include "comm/scalar.h"
 #include "core/errors.h"
-#include "model/staged_files.h"
+#include "io/staged_files.h"
 #include "serial/gpt.h"
 #include "text/tokenizer_folder.h"
 #include "train/checkpointing.h"
@@ -125,7 +125,7 @@ void save_tokenizer(const std::string& dir, const text::TokenizerFiles& tokenize
   std::string error;
   if (world.rank() == 0) {
     try {
-      model::StagedFiles files(dir);
+      io::StagedFiles files(dir);
       text::write_tokenizer_files(files, tokenizer);
       files.commit();
     } catch (const std::exception& e) {

@@ -16,7 +16,7 @@
 
 #include "core/errors.h"
 #include "model/checkpoint.h"
-#include "model/file_io.h"
+#include "io/file_io.h"
 #include "model/params.h"
 #include "model/safetensors.h"
 
@@ -216,7 +216,7 @@ TEST_CASE("safetensors: a failed write throws and leaves the old file as it was"
   const std::string old_bytes = read_raw(path);
 
   SECTION("the content writer fails midway") {
-    CHECK_THROWS_AS(model::write_atomically(path,
+    CHECK_THROWS_AS(io::write_atomically(path,
                                             [](std::FILE* f) {
                                               std::fputs("partial", f);
                                               throw std::runtime_error("disk on fire");

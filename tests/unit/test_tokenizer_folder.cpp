@@ -10,8 +10,8 @@
 #include <string>
 
 #include "core/errors.h"
-#include "model/file_io.h"
-#include "model/staged_files.h"
+#include "io/file_io.h"
+#include "io/staged_files.h"
 #include "text/tokenizer_folder.h"
 #include "unit/temp_dir.h"
 
@@ -58,7 +58,7 @@ TEST_CASE("staged files: a write that fails leaves the folder's earlier files as
   std::ofstream(dir.path / "a.txt") << "old a";
   std::ofstream(dir.path / "b.txt") << "old b";
   {
-    model::StagedFiles files(dir.path.string());
+    io::StagedFiles files(dir.path.string());
     files.write("a.txt", [](std::FILE* f) { std::fputs("new a", f); });
     CHECK_THROWS_AS(files.write("b.txt",
                                 [](std::FILE* f) {
@@ -71,7 +71,7 @@ TEST_CASE("staged files: a write that fails leaves the folder's earlier files as
   CHECK(read_text(dir.path / "b.txt") == "old b");
   CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 2);  // no temporary left
 
-  model::StagedFiles files(dir.path.string());
+  io::StagedFiles files(dir.path.string());
   files.write("a.txt", [](std::FILE* f) { std::fputs("new a", f); });
   files.remove_at_commit("b.txt");
   files.commit();
@@ -87,7 +87,7 @@ TEST_CASE("staged files: a full disk is said in words", "[folder]") {
   }
   const std::string block(size_t{1} << 20, 'x');  // past stdio's buffer, so the write itself fails
   try {
-    model::write_bytes(full, block.data(), block.size(), "/dev/full");
+    io::write_bytes(full, block.data(), block.size(), "/dev/full");
     FAIL("a write to /dev/full succeeded");
   } catch (const core::ConfigError& e) {
     CHECK_THAT(e.what(), Catch::Contains("cannot write /dev/full: the disk is full (no space left on device)"));

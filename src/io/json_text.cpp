@@ -1,12 +1,12 @@
-// Parsing JSON with a depth limit and unique keys (model/json_text.h).
-#include "model/json_text.h"
+// Parsing JSON with a depth limit and unique keys (io/json_text.h).
+#include "io/json_text.h"
 
 #include <set>
 #include <vector>
 
 #include "core/errors.h"
 
-namespace optimus::model {
+namespace optimus::io {
 
 namespace {
 
@@ -64,4 +64,4 @@ std::string json_excerpt(const nlohmann::ordered_json& v, size_t max_chars) {
   return s.size() > max_chars ? s.substr(0, max_chars) + "..." : s;
 }
 
-}  // namespace optimus::model
+}  // namespace optimus::io

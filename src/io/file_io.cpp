@@ -1,14 +1,14 @@
-// Atomic writes (temporary name, fsync, rename: model/staged_files.h) and checked whole-file reads.
-#include "model/file_io.h"
+// Atomic writes (temporary name, fsync, rename: io/staged_files.h) and checked whole-file reads.
+#include "io/file_io.h"
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
 #include "core/errors.h"
-#include "model/staged_files.h"
+#include "io/staged_files.h"
 
-namespace optimus::model {
+namespace optimus::io {
 
 using core::ConfigError;
 namespace fs = std::filesystem;
@@ -74,4 +74,4 @@ std::string read_whole_file(const std::string& path, const std::string& what, si
   return text;
 }
 
-}  // namespace optimus::model
+}  // namespace optimus::io

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace optimus::model {
+namespace optimus::io {
 
 inline constexpr int kMaxJsonDepth = 32;
 
@@ -19,4 +19,4 @@ nlohmann::ordered_json parse_json(const std::string& text, const std::string& wh
 /// A value for a message: its JSON text, cut to `max_chars` with "..." (a 50 MB value stays short).
 std::string json_excerpt(const nlohmann::ordered_json& v, size_t max_chars = 40);
 
-}  // namespace optimus::model
+}  // namespace optimus::io

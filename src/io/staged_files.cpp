@@ -1,5 +1,5 @@
 // Files written under temporary names and renamed into place together.
-#include "model/staged_files.h"
+#include "io/staged_files.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,9 +9,9 @@
 #include <filesystem>
 
 #include "core/errors.h"
-#include "model/file_io.h"
+#include "io/file_io.h"
 
-namespace optimus::model {
+namespace optimus::io {
 
 namespace fs = std::filesystem;
 
@@ -77,4 +77,4 @@ void StagedFiles::commit() {
   }
 }
 
-}  // namespace optimus::model
+}  // namespace optimus::io

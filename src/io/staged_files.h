@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace optimus::model {
+namespace optimus::io {
 
 class StagedFiles {
  public:
@@ -34,4 +34,4 @@ class StagedFiles {
   std::vector<std::string> removed_;
 };
 
-}  // namespace optimus::model
+}  // namespace optimus::io

@@ -10,7 +10,7 @@
 
 #include "core/errors.h"
 
-namespace optimus::model {
+namespace optimus::io {
 
 /// Writes a file atomically: `write_content` writes the whole content to the open stream (throwing
 /// on any problem), then the file is flushed, fsync'ed and renamed to `path`. On any error the
@@ -38,4 +38,4 @@ std::string read_whole_file(const std::string& path, const std::string& what, si
 /// The largest JSON file (config.json, --config) this project reads: far above any real one.
 inline constexpr size_t kMaxJsonFileBytes = size_t{1} << 20;
 
-}  // namespace optimus::model
+}  // namespace optimus::io
