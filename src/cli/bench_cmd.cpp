@@ -18,15 +18,14 @@ plan::PlanOptions budget_plan(const train::BenchOptions& o, int ranks) {
   p.layout = o.layout;
   p.ranks = ranks;
   p.config = model::GPTConfig::named(o.model);
-  p.batch = train::batch_unit(o.layout, ranks, p.config.n_positions, o.memory.sequence_parallel);
-  p.overlap = o.memory.overlap;
-  p.memory = o.memory;
+  p.batch = train::batch_unit(o.layout, ranks, p.config.n_positions, o.stage.sequence_parallel);
+  p.stage = o.stage;
   return p;
 }
 
 std::string max_batch_under_budget(const train::BenchOptions& o, comm::World& world) {
   train::require_budget_fits_machine(o, world);
-  train::require_fits(o.layout, world.size(), o.memory);
+  train::require_fits(o.layout, world.size(), o.stage);
   const plan::PlanOptions p = budget_plan(o, world.size());
   const int B = plan::largest_batch(p, static_cast<int64_t>(o.budget_mib * (1 << 20)), kBatchLimit);
   return train::step_under_budget(o, world, B, p.batch);
@@ -58,15 +57,15 @@ void add_bench(CLI::App& optimus, BenchCommand& c) {
                   "also report the training step's time in each kind of op (op_ms: the CPU's, rank 0's, "
                   "median over the measured steps), which scripts/calibrate turns into each kind's rate");
   train::add_device_flags(c.app, b.device);
-  add_memory_flags(c.app, b.memory);
-  add_overlap_flag(c.app, b.memory);
-  add_placement_option(c.app, b.memory);
+  add_memory_flags(c.app, b.stage);
+  add_overlap_flag(c.app, b.stage);
+  add_placement_option(c.app, b.stage);
 }
 
 int run_bench(comm::World& world, const BenchCommand& c) {
   const train::BenchOptions& b = c.options;
   train::require_bench_options(b);
-  train::note_unused_overlap(world, b.memory.overlap, b.layout, b.data_parallel);
+  train::note_unused_overlap(world, b.stage.overlap, b.layout, b.data_parallel);
   const std::string line = b.budget_mib > 0 ? max_batch_under_budget(b, world) : train::bench(b, world);
   world.print0("%s\n", line.c_str());
   return 0;

@@ -47,17 +47,17 @@ void add_plan(CLI::App& optimus, PlanCommand& c) {
   for (const char* shape : {"--layers", "--embd", "--heads", "--seq", "--vocab"}) named->excludes(shape);
   c.app->add_option("--batch", p.batch, "sequences per step B")->capture_default_str();
   c.app->add_flag("--json", p.json, "one JSON object instead of tables");
-  c.app->add_flag("--overlap", p.overlap,
+  c.app->add_flag("--overlap", p.stage.overlap,
                   "2d: SUMMA's broadcasts and reduces hidden behind its products; --data-parallel: the "
                   "gradients' all-reduce, all but its last bucket, behind the backward pass");
-  add_memory_flags(c.app, p.memory);
+  add_memory_flags(c.app, p.stage);
   c.app->add_option_function<std::string>(
       "--precision", [&p](const std::string& name) { p.precision = plan::parse_precision(name); },
       "the precision accounted (the kernels compute in fp32 either way): fp32 (the default) or bf16-mixed "
       "(bf16 activations, activation gradients and tensor-parallel communication; fp32 master weights plus a "
       "bf16 copy, fp32 gradients, AdamW moments and data-parallel all-reduce; products at the profile's "
       "tensor-core rate)");
-  add_placement_option(c.app, p.memory);
+  add_placement_option(c.app, p.stage);
 }
 
 int run_plan(comm::World& world, PlanCommand& c) {
@@ -72,7 +72,7 @@ int run_plan(comm::World& world, PlanCommand& c) {
       world, plan::host_bytes_lower_bound(p),
       "planning " + std::to_string(p.config.n_layer) + " layers at --batch " + std::to_string(p.batch),
       "use fewer --layers or a smaller --batch");
-  train::note_unused_overlap(world, p.overlap, p.layout, p.data_parallel);
+  train::note_unused_overlap(world, p.stage.overlap, p.layout, p.data_parallel);
   world.print0("%s", plan::plan_report(p).c_str());
   return 0;
 }

@@ -72,9 +72,9 @@ void add_train(CLI::App& optimus, TrainCommand& c) {
   train::TrainOptions& t = c.options;
   c.app = optimus.add_subcommand("train", "train a GPT on a text file");
   add_layout_option(c.app, t.layout);
-  add_memory_flags(c.app, t.memory);
-  add_overlap_flag(c.app, t.memory);
-  add_placement_option(c.app, t.memory);
+  add_memory_flags(c.app, t.stage);
+  add_overlap_flag(c.app, t.stage);
+  add_placement_option(c.app, t.stage);
   c.app
       ->add_option("--data-parallel", t.data_parallel,
                    "copies of the model D: each runs the layout on processes / D ranks and batch / D sequences; "

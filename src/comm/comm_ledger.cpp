@@ -2,29 +2,18 @@
 #include "comm/comm_ledger.h"
 
 #include <cstdio>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 
 namespace optimus::comm {
 
 const char* comm_op_name(CommOp op) {
-  switch (op) {
-    case CommOp::all_reduce:
-      return "all_reduce";
-    case CommOp::broadcast:
-      return "broadcast";
-    case CommOp::reduce:
-      return "reduce";
-    case CommOp::all_gather:
-      return "all_gather";
-    case CommOp::reduce_scatter:
-      return "reduce_scatter";
-    case CommOp::barrier:
-      return "barrier";
-    case CommOp::split:
-      return "split";
-  }
-  return "unknown";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {"all_reduce",     "broadcast", "reduce", "all_gather",
+                                           "reduce_scatter", "barrier",   "split"};
+  static_assert(std::size(kNames) == kCommOpCount);
+  return kNames[static_cast<size_t>(op)];
 }
 
 void CommLedger::record(const std::string& comm, CommOp op, int64_t bytes, int group_size) {

@@ -3,6 +3,7 @@
 #include "comm/device_comm.h"
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 #include <set>
 #include <string>
@@ -17,15 +18,10 @@
 namespace optimus::comm {
 
 const char* device_comm_name(DeviceComm kind) {
-  switch (kind) {
-    case DeviceComm::automatic:
-      return "auto";
-    case DeviceComm::nccl:
-      return "nccl";
-    case DeviceComm::staged:
-      return "staged";
-  }
-  return "?";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {"auto", "nccl", "staged"};
+  static_assert(std::size(kNames) == static_cast<size_t>(DeviceComm::staged) + 1);
+  return kNames[static_cast<size_t>(kind)];
 }
 
 DeviceComm parse_device_comm(std::string_view text) {
@@ -56,8 +52,8 @@ std::vector<std::string> all_gather_strings(MPI_Comm comm, const std::string& mi
   OPTIMUS_MPI_CHECK(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm));
   std::exclusive_scan(lengths.begin(), lengths.end(), offsets.begin(), 0);
   std::string all(static_cast<size_t>(offsets.back() + lengths.back()), '\0');
-  OPTIMUS_MPI_CHECK(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
-                                   comm));
+  OPTIMUS_MPI_CHECK(
+      MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, comm));
   std::vector<std::string> each;
   for (int r = 0; r < size; ++r) each.push_back(all.substr(static_cast<size_t>(offsets[r]), lengths[r]));
   return each;
@@ -101,7 +97,8 @@ std::vector<int> assign_gpus(const std::vector<std::vector<std::string>>& visibl
 GpuChoice choose_gpu(MPI_Comm comm) {
   MPI_Comm node = node_of(comm);
   std::vector<std::vector<std::string>> visible;
-  for (const std::string& seen : all_gather_strings(node, join(core::cuda_bus_ids()))) visible.push_back(split_ids(seen));
+  for (const std::string& seen : all_gather_strings(node, join(core::cuda_bus_ids())))
+    visible.push_back(split_ids(seen));
   int local = 0;
   OPTIMUS_MPI_CHECK(MPI_Comm_rank(node, &local));
   OPTIMUS_MPI_CHECK(MPI_Comm_free(&node));
@@ -168,7 +165,8 @@ std::unique_ptr<Communicator> make_device_communicator(MPI_Comm comm, const core
   const std::vector<std::string> ids = core::cuda_bus_ids();
   const bool known = ctx.cuda_device >= 0 && ctx.cuda_device < static_cast<int>(ids.size());
   MPI_Comm node = node_of(comm);
-  const std::vector<std::string> on_node = all_gather_strings(node, known ? ids[static_cast<size_t>(ctx.cuda_device)] : "");
+  const std::vector<std::string> on_node =
+      all_gather_strings(node, known ? ids[static_cast<size_t>(ctx.cuda_device)] : "");
   OPTIMUS_MPI_CHECK(MPI_Comm_free(&node));
   const int ranks = static_cast<int>(on_node.size()), gpus = distinct(on_node);
   int group = 0;

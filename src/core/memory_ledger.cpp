@@ -2,27 +2,18 @@
 #include "core/memory_ledger.h"
 
 #include <cstdio>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 
 namespace optimus::core {
 
 const char* memory_category_name(MemoryCategory c) {
-  switch (c) {
-    case MemoryCategory::parameters:
-      return "parameters";
-    case MemoryCategory::gradients:
-      return "gradients";
-    case MemoryCategory::optimizer:
-      return "optimizer";
-    case MemoryCategory::activations:
-      return "activations";
-    case MemoryCategory::communication:
-      return "communication";
-    case MemoryCategory::workspace:
-      return "workspace";
-  }
-  return "unknown";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {"parameters",  "gradients",     "optimizer",
+                                           "activations", "communication", "workspace"};
+  static_assert(std::size(kNames) == kMemoryCategoryCount);
+  return kNames[static_cast<size_t>(c)];
 }
 
 static std::string mib(size_t bytes) {

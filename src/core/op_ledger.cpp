@@ -2,30 +2,17 @@
 #include "core/op_ledger.h"
 
 #include <cstdio>
+#include <iterator>
 #include <sstream>
 
 namespace optimus::core {
 
 const char* op_kind_name(OpKind k) {
-  switch (k) {
-    case OpKind::matmul:
-      return "matmul";
-    case OpKind::attention:
-      return "attention";
-    case OpKind::layernorm:
-      return "layernorm";
-    case OpKind::crossentropy:
-      return "crossentropy";
-    case OpKind::elementwise:
-      return "elementwise";
-    case OpKind::reduction:
-      return "reduction";
-    case OpKind::embedding:
-      return "embedding";
-    case OpKind::optimizer:
-      return "optimizer";
-  }
-  return "?";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {"matmul",      "attention", "layernorm", "crossentropy",
+                                           "elementwise", "reduction", "embedding", "optimizer"};
+  static_assert(std::size(kNames) == kOpKindCount);
+  return kNames[static_cast<size_t>(k)];
 }
 
 OpCost operator+(const OpCost& a, const OpCost& b) {

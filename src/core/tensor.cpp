@@ -3,6 +3,7 @@
 // Buffer's address from core/meta/meta_memory.cpp.
 #include "core/tensor.h"
 
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 
@@ -12,15 +13,10 @@
 namespace optimus::core {
 
 const char* device_name(Device d) {
-  switch (d) {
-    case Device::cpu:
-      return "cpu";
-    case Device::cuda:
-      return "cuda";
-    case Device::meta:
-      return "meta";
-  }
-  return "?";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {"cpu", "cuda", "meta"};
+  static_assert(std::size(kNames) == static_cast<size_t>(Device::meta) + 1);
+  return kNames[static_cast<size_t>(d)];
 }
 
 int64_t Shape::numel() const {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <utility>
@@ -162,15 +163,10 @@ std::string resolve(const std::string& name_or_path) {
 }  // namespace
 
 const char* algorithm_name(Algorithm a) {
-  switch (a) {
-    case Algorithm::ring:
-      return "ring";
-    case Algorithm::binomial_tree:
-      return "binomial_tree";
-    case Algorithm::scatter_allgather:
-      return "scatter_allgather";
-  }
-  return "?";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {"ring", "binomial_tree", "scatter_allgather"};
+  static_assert(std::size(kNames) == static_cast<size_t>(Algorithm::scatter_allgather) + 1);
+  return kNames[static_cast<size_t>(a)];
 }
 
 double HardwareProfile::matmul_rate(int64_t min_dim) const {
@@ -187,8 +183,8 @@ std::string hardware_dir() {
 
 HardwareProfile load_hardware(const std::string& name_or_path) {
   const std::string path = resolve(name_or_path);
-  const Json profile = io::parse_json(io::read_whole_file(path, "hardware profile", io::kMaxJsonFileBytes),
-                                         "hardware profile " + path);
+  const Json profile =
+      io::parse_json(io::read_whole_file(path, "hardware profile", io::kMaxJsonFileBytes), "hardware profile " + path);
   const Fields f(path);
   HardwareProfile h;
   const Json& name = f.member(profile, "name", "name");

@@ -37,8 +37,7 @@ struct RankLedgers {
 StepResult run_on_meta(const PlanOptions& o, int rank, int B, core::MemoryLedger& memory, core::OpLedger& ops,
                        comm::CommLedger& comm, decltype(&run_training_step) run) {
   StepOptions step;
-  step.B = B, step.T = o.config.n_positions, step.memory = o.memory;
-  step.memory.overlap = o.overlap;  // the meta run holds overlap's second blocks too
+  step.B = B, step.T = o.config.n_positions, step.stage = o.stage;
   const std::vector<int> tokens(static_cast<size_t>(step.B) * static_cast<size_t>(step.T), 0);  // meta reads none
   count_at_precision(memory, o.precision);  // the fp32 code's Buffers, counted at the precision's bytes
   auto world = train::meta_world(o.layout, o.ranks, rank, comm, o.data_parallel);
@@ -76,7 +75,7 @@ Placement placement_of(const PlanOptions& o, const HardwareProfile& h) {
           .ranks = o.ranks,
           .ranks_per_node = o.ranks_per_node > 0 ? o.ranks_per_node : h.devices_per_node,
           .data_parallel = o.data_parallel,
-          .arrangement = o.memory.placement};
+          .arrangement = o.stage.placement};
 }
 
 // `h` is the profile at the options' precision (at_precision), and so are the ops the model reads.
@@ -84,7 +83,7 @@ RankTimes time_rank(const PlanOptions& o, const HardwareProfile& h, const RankLe
   const Placement placement = placement_of(o, h);
   const core::OpLedger step_ops = at_precision(r.step.ops, o.precision);
   const core::OpLedger forward_ops = at_precision(r.forward.ops, o.precision);
-  const TimeOptions options{.threads = o.threads, .overlap = o.overlap, .forward_ops = &forward_ops};
+  const TimeOptions options{.threads = o.threads, .overlap = o.stage.overlap, .forward_ops = &forward_ops};
   return {predict_time(step_ops, r.step.comm, h, placement, r.rank, options),
           predict_time(forward_ops, r.forward.comm, h, placement, r.rank, options)};
 }
@@ -221,7 +220,7 @@ double peak_bytes(const PlanOptions& o, int B) {
 
 int largest_batch(const PlanOptions& o, int64_t bytes, int limit) {
   const int unit =
-      o.data_parallel * train::batch_unit(o.layout, o.ranks, o.config.n_positions, o.memory.sequence_parallel);
+      o.data_parallel * train::batch_unit(o.layout, o.ranks, o.config.n_positions, o.stage.sequence_parallel);
   auto step_fits = [&](int B) { return peak_bytes(o, B) <= static_cast<double>(bytes); };
   if (!step_fits(unit)) return 0;
   // Every buffer's size is affine in B, so the peak is the largest of affine functions of B: convex.
@@ -261,10 +260,10 @@ void require_valid(const PlanOptions& o) {
   if (o.data_parallel < 1) {
     throw core::ConfigError("--data-parallel must be 1 or more, but is " + std::to_string(o.data_parallel));
   }
-  train::require_fits(o.layout, o.ranks, o.memory);  // the copy's ranks, named as the world of --ranks
-  if (o.data_parallel > 1) {                         // the layout's batch checks come with the model, on a copy's share
+  train::require_fits(o.layout, o.ranks, o.stage);  // the copy's ranks, named as the world of --ranks
+  if (o.data_parallel > 1) {                        // the layout's batch checks come with the model, on a copy's share
     train::require_data_parallel_fits(o.layout, o.ranks * o.data_parallel, o.data_parallel, o.batch, 1,
-                                      o.config.n_positions, o.memory, "cpu");
+                                      o.config.n_positions, o.stage, "cpu");
   }
   if (o.ranks_per_node < 0) {
     throw core::ConfigError("--ranks-per-node must be 1 or more, but is " + std::to_string(o.ranks_per_node));
@@ -322,8 +321,8 @@ std::string report_json(const PlanOptions& o, const Report& r) {
                           {"parameters", c.num_parameters()}}},
                         {"batch", o.batch},
                         {"precision", to_string(o.precision)},
-                        {"recompute", model::to_string(o.memory.recompute)},
-                        {"sequence_parallel", o.memory.sequence_parallel},
+                        {"recompute", model::to_string(o.stage.recompute)},
+                        {"sequence_parallel", o.stage.sequence_parallel},
                         {"busiest_rank", r.ranks[r.busiest].rank},
                         {"per_rank", nlohmann::json::array()}};
   for (size_t k = 0; k < r.ranks.size(); ++k) {
@@ -336,7 +335,7 @@ std::string report_json(const PlanOptions& o, const Report& r) {
     out["hardware"] = {{"name", r.hardware.name},
                        {"ranks_per_node", placement_of(o, r.hardware).ranks_per_node},
                        {"threads", o.threads},
-                       {"overlap", o.overlap},
+                       {"overlap", o.stage.overlap},
                        {"device_memory_bytes", r.hardware.device_memory_bytes}};
     out["largest_batch"] = r.fits > 0 ? nlohmann::json(r.fits) : nlohmann::json(nullptr);
     out["time"] = {{"slowest_rank", r.ranks[r.slowest].rank},
@@ -356,16 +355,16 @@ std::string report_title(const PlanOptions& o, const Report& r) {
   out << "plan: layout " << train::to_string(o.layout) << " on " << o.ranks << " ranks" << copies << ", L" << c.n_layer
       << " C" << c.n_embd << " NH" << c.n_head << " T" << c.n_positions << " V" << c.vocab_size << " ("
       << c.num_parameters() << " parameters), batch " << o.batch
-      << (o.memory.sequence_parallel ? ", sequence parallel" : "")
-      << (o.memory.recompute == model::Recompute::block ? ", recompute block" : "")
+      << (o.stage.sequence_parallel ? ", sequence parallel" : "")
+      << (o.stage.recompute == model::Recompute::block ? ", recompute block" : "")
       << (o.precision != Precision::fp32 ? std::string(", precision ") + to_string(o.precision) : "")
       << "; one training step on the meta device for " << r.ranks.size() << " of " << o.ranks * o.data_parallel
       << " ranks; "
-      << (r.timed
-              ? "time model: hardware " + r.hardware.name + ", " +
-                    std::to_string(placement_of(o, r.hardware).ranks_per_node) + " ranks per node, " +
-                    std::to_string(o.threads) + " thread(s) per rank" + (o.overlap ? ", communication overlapped" : "")
-              : std::string("no time model (give --hardware)"))
+      << (r.timed ? "time model: hardware " + r.hardware.name + ", " +
+                        std::to_string(placement_of(o, r.hardware).ranks_per_node) + " ranks per node, " +
+                        std::to_string(o.threads) + " thread(s) per rank" +
+                        (o.stage.overlap ? ", communication overlapped" : "")
+                  : std::string("no time model (give --hardware)"))
       << "\n";
   return out.str();
 }

@@ -19,17 +19,17 @@ namespace optimus::plan {
 
 struct PlanOptions {
   train::Layout layout = train::Layout::serial;
-  int ranks = 1;               // P: 1, p, or q·q (one model copy)
-  int data_parallel = 1;       // D copies of the layout: a world of D·P ranks, r = d·P + t
-  model::GPTConfig config;     // the model's shapes (dropout as given)
-  int batch = 1;               // B sequences of config.n_positions tokens, the whole step's (B / D a copy's)
-  bool json = false;           // one JSON object instead of tables
-  std::string hardware;        // a profile's name or path; empty: no time model
-  int ranks_per_node = 0;      // 0: the profile's devices_per_node
-  int threads = 1;             // CPU threads per rank (time model)
-  bool overlap = false;        // SUMMA's communication overlapped with its products, data parallelism's
-                               // gradient all-reduce with the backward pass (time model)
-  model::StageOptions memory;  // recomputation, sequence parallelism (chapter 5)
+  int ranks = 1;              // P: 1, p, or q·q (one model copy)
+  int data_parallel = 1;      // D copies of the layout: a world of D·P ranks, r = d·P + t
+  model::GPTConfig config;    // the model's shapes (dropout as given)
+  int batch = 1;              // B sequences of config.n_positions tokens, the whole step's (B / D a copy's)
+  bool json = false;          // one JSON object instead of tables
+  std::string hardware;       // a profile's name or path; empty: no time model
+  int ranks_per_node = 0;     // 0: the profile's devices_per_node
+  int threads = 1;            // CPU threads per rank (time model)
+  model::StageOptions stage;  // recomputation, sequence parallelism (chapter 5), overlap (chapter 6: SUMMA's
+                              // communication behind its products, data parallelism's gradient all-reduce
+                              // behind the backward pass), placement (chapter 4)
   /// The bytes per element and product rates accounted (plan/precision.h); the kernels run fp32.
   Precision precision = Precision::fp32;
 };

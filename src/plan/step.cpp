@@ -33,7 +33,7 @@ StepResult step(model::Model& gpt, comm::Communicator& world, const StepOptions&
   const std::optional<train::DataParallel> one_copy =
       o.data_parallel == nullptr ? std::optional<train::DataParallel>(std::in_place, world, 1) : std::nullopt;
   const train::DataParallel& dp = o.data_parallel != nullptr ? *o.data_parallel : *one_copy;
-  train::SumOverCopies copies(gpt, dp, o.memory.overlap);
+  train::SumOverCopies copies(gpt, dp, o.stage.overlap);
   const Recording before = start_recording(gpt, world);
   const train::StepOutcome out =
       train::train_step(gpt, dp, optimizer, {inputs, targets, o.B, o.T, 1, /*index=*/0, o.grad_clip, o.lr});
@@ -59,14 +59,14 @@ StepResult forward(model::Model& gpt, comm::Communicator& world, const StepOptio
 StepResult run_training_step(train::Layout layout, const model::GPTConfig& config, const core::Context& ctx,
                              comm::Communicator& world, const StepOptions& options, const int* inputs,
                              const int* targets) {
-  const train::LayoutModel built = train::build_model(layout, config, options.seed, world, ctx, options.memory);
+  const train::LayoutModel built = train::build_model(layout, config, options.seed, world, ctx, options.stage);
   return step(*built.model, world, options, inputs, targets);
 }
 
 StepResult run_forward_pass(train::Layout layout, const model::GPTConfig& config, const core::Context& ctx,
                             comm::Communicator& world, const StepOptions& options, const int* inputs,
                             const int* targets) {
-  const train::LayoutModel built = train::build_model(layout, config, options.seed, world, ctx, options.memory);
+  const train::LayoutModel built = train::build_model(layout, config, options.seed, world, ctx, options.stage);
   return forward(*built.model, world, options, inputs, targets);
 }
 

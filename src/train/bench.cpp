@@ -91,7 +91,7 @@ struct Timings {
 void time_steps(const BenchOptions& o, comm::World& world, const DataParallel& dp, model::Model& gpt,
                 core::OpClock& clock, const StepBatch& batch, Timings& t) {
   AdamW opt(gpt.params(), gpt.context(), AdamWOptions{});
-  SumOverCopies copies(gpt, dp, o.memory.overlap);
+  SumOverCopies copies(gpt, dp, o.stage.overlap);
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     core::synchronize(gpt.context());  // a GPU's earlier work is not this step's (a no-op on the CPU)
     world.comm().barrier();
@@ -137,9 +137,9 @@ Json settings_json(const BenchOptions& o, int ranks, const model::GPTConfig& con
   return {{"impl", "optimus"},
           {"stage", to_string(o.layout)},
           {"ranks", ranks},
-          {"recompute", model::to_string(o.memory.recompute)},
-          {"sequence_parallel", o.memory.sequence_parallel},
-          {"overlap", o.memory.overlap},
+          {"recompute", model::to_string(o.stage.recompute)},
+          {"sequence_parallel", o.stage.sequence_parallel},
+          {"overlap", o.stage.overlap},
           {"data_parallel", o.data_parallel},
           {"grad_accum", o.grad_accum},
           {"device", o.device.device},
@@ -233,7 +233,7 @@ void require_bench_options(const BenchOptions& o) {
 std::string bench(const BenchOptions& o, comm::World& world) {
   const model::GPTConfig config = model::GPTConfig::named(o.model);
   const int B = o.batch, T = config.n_positions, D = o.data_parallel, K = o.grad_accum;
-  require_data_parallel_fits(o.layout, world.size(), D, B, K, T, o.memory, o.device.device);
+  require_data_parallel_fits(o.layout, world.size(), D, B, K, T, o.stage, o.device.device);
   const int P = world.size() / D;  // the ranks of one model copy
   if (o.device.device == "cpu") {
     // A rank holds its share of one copy's model and of one micro-batch's activations.
@@ -257,8 +257,8 @@ std::string bench(const BenchOptions& o, comm::World& world) {
     DataParallel dp(world, D);
     std::unique_ptr<comm::Communicator> device;  // outlives the model
     const LayoutModel built =
-        D == 1 ? build_model(o.layout, config, 1, world, ctx, o.device.device_comm(), o.memory, device)
-               : build_model(o.layout, config, 1, *dp.model, ctx, o.memory);
+        D == 1 ? build_model(o.layout, config, 1, world, ctx, o.device.device_comm(), o.stage, device)
+               : build_model(o.layout, config, 1, *dp.model, ctx, o.stage);
     time_steps(o, world, dp, *built.model, clock, batch, t);
     time_forward(o, world, dp, *built.model, batch, t);
   }
@@ -291,7 +291,7 @@ std::string step_under_budget(const BenchOptions& o, comm::World& world, int B, 
     const core::Context ctx = make_context(o.device, world, ledger);
     const DataParallel dp(world, 1);
     std::unique_ptr<comm::Communicator> device;  // outlives the model
-    const LayoutModel built = build_model(o.layout, config, 1, world, ctx, o.device.device_comm(), o.memory, device);
+    const LayoutModel built = build_model(o.layout, config, 1, world, ctx, o.device.device_comm(), o.stage, device);
     AdamW opt(built.model->params(), ctx, AdamWOptions{});
     train_step(*built.model, dp, opt, batch);
   } catch (const core::MemoryBudgetExceeded&) {

@@ -33,7 +33,7 @@ struct BenchOptions {
   int warmup = 2;                  // steps run first and not measured
   double budget_mib = 0;           // > 0: instead of timing, the largest batch that fits this per rank
   bool op_times = false;           // also time each kind of op in the training step (the CPU only)
-  model::StageOptions memory;      // recomputation, sequence parallelism (chapter 5)
+  model::StageOptions stage;       // recomputation, sequence parallelism (chapter 5)
   DeviceOptions device;            // --device, --device-comm
 };
 

@@ -32,8 +32,8 @@ std::string excerpt(const std::string& message) {
 }  // namespace
 
 void apply_json_config(CLI::App& cmd, const std::string& path) {
-  const json doc = io::parse_json(io::read_whole_file(path, "the --config file", io::kMaxJsonFileBytes),
-                                     "--config " + path);
+  const json doc =
+      io::parse_json(io::read_whole_file(path, "the --config file", io::kMaxJsonFileBytes), "--config " + path);
   if (!doc.is_object()) throw core::ConfigError("--config " + path + " must hold one JSON object of flag: value pairs");
   for (const auto& [key, value] : doc.items()) {
     const std::string where = "--config " + path + ": the value of " + io::json_excerpt(json(key));

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -14,6 +15,8 @@
 #include <sstream>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -387,10 +390,7 @@ std::string validation_note(int step, int steps, double loss, const TokenFile& d
   return line;
 }
 std::string validation_metrics(int step, double loss, const TokenFile& data) {
-  char line[160];
-  std::snprintf(line, sizeof line, "{\"step\": %d, \"val_loss\": %.9g, \"val_bpb\": %.6f}", step, loss,
-                bits_per_byte(loss, data));
-  return line;
+  return nlohmann::ordered_json{{"step", step}, {"val_loss", loss}, {"val_bpb", bits_per_byte(loss, data)}}.dump();
 }
 
 // Where the run starts: --resume's step, with its weights and optimizer state, --init-from's weights
@@ -457,15 +457,24 @@ class FiniteChecks final : public StepChecks {
 };
 
 // A step's line of metrics.jsonl.
+// A float as the double its shortest text reads as, so JSON writes 0.001 for the float 0.001f.
+double shortest(float x) {
+  char buf[32];
+  return std::strtod(std::string(buf, std::to_chars(buf, buf + sizeof buf, x).ptr).c_str(), nullptr);
+}
+
 std::string step_metrics(int step, const StepOutcome& s, float lr, double ms, double tok_s,
                          const core::MemoryLedger& ledger) {
-  char line[512];
-  std::snprintf(line, sizeof line,
-                "{\"step\": %d, \"train_loss\": %.6f, \"grad_norm\": %.6f, \"lr\": %.6e, \"ms\": %.3f, "
-                "\"tokens_per_s\": %.1f, \"peak_mib\": %.3f, \"peak_activations_mib\": %.3f}",
-                step, s.loss, s.norm, lr, ms, tok_s, static_cast<double>(ledger.peak_total()) / (1 << 20),
-                static_cast<double>(ledger.peak(core::MemoryCategory::activations)) / (1 << 20));
-  return line;
+  auto mib = [](size_t bytes) { return std::round(static_cast<double>(bytes) / (1 << 20) * 1e3) / 1e3; };
+  return nlohmann::ordered_json{{"step", step},
+                                {"train_loss", shortest(s.loss)},
+                                {"grad_norm", shortest(s.norm)},
+                                {"lr", shortest(lr)},
+                                {"ms", std::round(ms * 1e3) / 1e3},
+                                {"tokens_per_s", std::round(tok_s * 10) / 10},
+                                {"peak_mib", mib(ledger.peak_total())},
+                                {"peak_activations_mib", mib(ledger.peak(core::MemoryCategory::activations))}}
+      .dump();
 }
 
 // Sampling needs the whole vocabulary's logits: rank 0 loads the run's last checkpoint into a
@@ -541,7 +550,7 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
   Run run{o, world, dp, train_data, val_data, eval_B, eval_batches * (B / eval_B), tokenizer, metrics, progress, ""};
   // With data parallelism each block's gradients are summed over the copies as the last micro-batch's
   // backward pass completes it (in flight while the pass goes on with --overlap).
-  SumOverCopies sum_over_copies(gpt, dp, o.memory.overlap);
+  SumOverCopies sum_over_copies(gpt, dp, o.stage.overlap);
   FiniteChecks checks(o, world, gpt, progress, [&] {  // what a run that stops early leaves
     return run.last_dir.empty() && o.resume.empty() ? std::string("no checkpoint was written")
                                                     : "the last checkpoint in " + o.out + " is kept";
@@ -666,8 +675,8 @@ int train(TrainOptions o, comm::World& world) {
   require_usable_settings(o);
   require_one_way_to_start(o);
   o.model.validate();
-  require_data_parallel_fits(o.layout, world.size(), D, B, o.grad_accum, T, o.memory, o.device.device);
-  note_unused_overlap(world, o.memory.overlap, o.layout, D);
+  require_data_parallel_fits(o.layout, world.size(), D, B, o.grad_accum, T, o.stage, o.device.device);
+  note_unused_overlap(world, o.stage.overlap, o.layout, D);
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
     throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
   }
@@ -713,8 +722,8 @@ int train(TrainOptions o, comm::World& world) {
                copies.c_str(), name(train_data).c_str(), name(val_data).c_str(), B, T);
   std::unique_ptr<comm::Communicator> device;  // outlives the model
   const LayoutModel built =
-      D == 1 ? build_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(), o.memory, device)
-             : build_model(o.layout, o.model, o.seed, *dp.model, ctx, o.memory);
+      D == 1 ? build_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(), o.stage, device)
+             : build_model(o.layout, o.model, o.seed, *dp.model, ctx, o.stage);
   return run_training(o, world, dp, *built.model, train_data, val_data, eval_batches, tokenizer);
 }
 

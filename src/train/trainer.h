@@ -28,7 +28,7 @@ struct TrainOptions {
   std::string resume;               // checkpoint folder to continue from
   std::string init_from;            // checkpoint whose weights (and model) start a new run
   bool overwrite = false;           // an --out holding an earlier run: replace its checkpoints and metrics
-  model::StageOptions memory;       // recomputation, sequence parallelism (chapter 5)
+  model::StageOptions stage;        // recomputation, sequence parallelism (chapter 5)
   model::GPTConfig model;           // n_positions is also the training sequence length T, unless seq is set
   int grad_accum = 1;               // micro-batches per optimizer step, each batch / grad_accum sequences
   int data_parallel = 1;            // D copies of the model, each on world / D ranks and batch / D sequences
