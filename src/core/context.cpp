@@ -11,19 +11,11 @@
 namespace optimus::core {
 
 Context cpu_context(MemoryLedger& ledger, OpLedger* ops) {
-  Context ctx;
-  ctx.device = Device::cpu;
-  ctx.ledger = &ledger;
-  ctx.ops = ops;
-  return ctx;
+  return Context{.device = Device::cpu, .ledger = &ledger, .ops = ops};
 }
 
 Context meta_context(MemoryLedger& ledger, OpLedger* ops) {
-  Context ctx;
-  ctx.device = Device::meta;
-  ctx.ledger = &ledger;
-  ctx.ops = ops;
-  return ctx;
+  return Context{.device = Device::meta, .ledger = &ledger, .ops = ops};
 }
 
 void copy_bytes_to_device(const Context& ctx, void* device_dst, const void* host_src, size_t bytes) {

@@ -64,4 +64,26 @@ std::string json_excerpt(const nlohmann::ordered_json& v, size_t max_chars) {
   return s.size() > max_chars ? s.substr(0, max_chars) + "..." : s;
 }
 
+std::string one_line(const nlohmann::ordered_json& v) {
+  const std::string compact = v.dump();
+  std::string out;
+  bool in_string = false, escaped = false;
+  for (char ch : compact) {
+    out += ch;
+    if (in_string) {  // a backslash escapes the next character, a quote among them
+      if (escaped) {
+        escaped = false;
+      } else if (ch == '\\') {
+        escaped = true;
+      } else if (ch == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (ch == '"') in_string = true;
+    if (ch == ':' || ch == ',') out += ' ';
+  }
+  return out;
+}
+
 }  // namespace optimus::io

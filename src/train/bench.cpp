@@ -14,6 +14,7 @@
 
 #include "core/errors.h"
 #include "core/ops.h"
+#include "io/json_text.h"
 #include "train/data_parallel.h"
 #include "train/layout.h"
 #include "train/memory_check.h"
@@ -181,7 +182,7 @@ std::string timings_line(const BenchOptions& o, int ranks, const model::GPTConfi
     }
     line["op_ms"] = op_ms;
   }
-  return line.dump();
+  return io::one_line(line);
 }
 
 }  // namespace
@@ -280,7 +281,7 @@ std::string step_under_budget(const BenchOptions& o, comm::World& world, int B, 
   line.update(Json{{"budget_mib", o.budget_mib}, {"batch_multiple_of", batch_unit}, {"max_batch", B}});
   if (B == 0) {  // not even the smallest batch fits
     line["peak_memory_mib_at_max"] = Json::object();
-    return line.dump();
+    return io::one_line(line);
   }
   core::MemoryLedger ledger(static_cast<size_t>(o.budget_mib * (1 << 20)));
   std::vector<int> inputs, targets;
@@ -305,7 +306,7 @@ std::string step_under_budget(const BenchOptions& o, comm::World& world, int B, 
                             budget + " MiB on this device, whose allocations differ from the meta device's");
   }
   line["peak_memory_mib_at_max"] = memory_json(ledger);
-  return line.dump();
+  return io::one_line(line);
 }
 
 }  // namespace optimus::train

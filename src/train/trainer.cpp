@@ -24,6 +24,7 @@
 
 #include "comm/scalar.h"
 #include "core/errors.h"
+#include "io/json_text.h"
 #include "io/staged_files.h"
 #include "serial/gpt.h"
 #include "text/tokenizer_folder.h"
@@ -390,7 +391,8 @@ std::string validation_note(int step, int steps, double loss, const TokenFile& d
   return line;
 }
 std::string validation_metrics(int step, double loss, const TokenFile& data) {
-  return nlohmann::ordered_json{{"step", step}, {"val_loss", loss}, {"val_bpb", bits_per_byte(loss, data)}}.dump();
+  return io::one_line(
+      nlohmann::ordered_json{{"step", step}, {"val_loss", loss}, {"val_bpb", bits_per_byte(loss, data)}});
 }
 
 // Where the run starts: --resume's step, with its weights and optimizer state, --init-from's weights
@@ -466,15 +468,15 @@ double shortest(float x) {
 std::string step_metrics(int step, const StepOutcome& s, float lr, double ms, double tok_s,
                          const core::MemoryLedger& ledger) {
   auto mib = [](size_t bytes) { return std::round(static_cast<double>(bytes) / (1 << 20) * 1e3) / 1e3; };
-  return nlohmann::ordered_json{{"step", step},
-                                {"train_loss", shortest(s.loss)},
-                                {"grad_norm", shortest(s.norm)},
-                                {"lr", shortest(lr)},
-                                {"ms", std::round(ms * 1e3) / 1e3},
-                                {"tokens_per_s", std::round(tok_s * 10) / 10},
-                                {"peak_mib", mib(ledger.peak_total())},
-                                {"peak_activations_mib", mib(ledger.peak(core::MemoryCategory::activations))}}
-      .dump();
+  return io::one_line(
+      nlohmann::ordered_json{{"step", step},
+                             {"train_loss", shortest(s.loss)},
+                             {"grad_norm", shortest(s.norm)},
+                             {"lr", shortest(lr)},
+                             {"ms", std::round(ms * 1e3) / 1e3},
+                             {"tokens_per_s", std::round(tok_s * 10) / 10},
+                             {"peak_mib", mib(ledger.peak_total())},
+                             {"peak_activations_mib", mib(ledger.peak(core::MemoryCategory::activations))}});
 }
 
 // Sampling needs the whole vocabulary's logits: rank 0 loads the run's last checkpoint into a
