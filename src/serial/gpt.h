@@ -44,10 +44,9 @@ class GPT final : public model::Model {
   /// Clips the gradients to a global norm of max_norm as torch.nn.utils.clip_grad_norm_ does
   /// (max_norm <= 0: no clipping) and returns the norm before clipping.
   float clip_gradients(float max_norm) override;
-  /// Tells `listener` (nullptr: nobody) as the backward pass of a step's last part completes the
-  /// parameters' gradients, block by block (model/gradient_listener.h): data parallelism listens.
   void set_gradient_listener(model::GradientListener* listener) override { listener_ = listener; }
 
+  // As model::Model says (model/model.h).
   model::ParamSet& params() override { return params_; }
   const model::ParamSet& params() const override { return params_; }
   const model::GPTConfig& config() const override { return config_; }

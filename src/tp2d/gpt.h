@@ -47,10 +47,9 @@ class GPT final : public model::Model {
   /// Global-norm clipping; the norm counts every canonical element once (column-replicated tensors
   /// on grid row 0 only), then one all-reduce over the world of the squared sum.
   float clip_gradients(float max_norm) override;
-  /// Tells `listener` (nullptr: nobody) as the backward pass of a step's last part completes the
-  /// parameters' gradients, block by block (model/gradient_listener.h): data parallelism listens.
   void set_gradient_listener(model::GradientListener* listener) override { listener_ = listener; }
 
+  // As model::Model says (model/model.h).
   model::ParamSet& params() override { return params_; }
   const model::ParamSet& params() const override { return params_; }
   const model::GPTConfig& config() const override { return config_; }
