@@ -11,11 +11,19 @@
 namespace optimus::core {
 
 Context cpu_context(MemoryLedger& ledger, OpLedger* ops) {
-  return Context{.device = Device::cpu, .ledger = &ledger, .ops = ops};
+  Context ctx;
+  ctx.device = Device::cpu;
+  ctx.ledger = &ledger;
+  ctx.ops = ops;
+  return ctx;
 }
 
 Context meta_context(MemoryLedger& ledger, OpLedger* ops) {
-  return Context{.device = Device::meta, .ledger = &ledger, .ops = ops};
+  Context ctx;
+  ctx.device = Device::meta;
+  ctx.ledger = &ledger;
+  ctx.ops = ops;
+  return ctx;
 }
 
 void copy_bytes_to_device(const Context& ctx, void* device_dst, const void* host_src, size_t bytes) {

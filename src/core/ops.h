@@ -98,11 +98,11 @@ void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rst
 /// over the local columns.
 void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx, const float* dout, const float* inp,
                                 const float* weight, const float* mean, const float* rstd, int N, int C);
-/// From full-row sum_g, sum_gx: dinp += rstd * (g - sum_g / C_total - xhat * sum_gx / C_total);
-/// dweight += Σ_n dout * xhat; dbias += Σ_n dout, on the local columns.
-void layernorm_backward_apply(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
-                              const float* inp, const float* weight, const float* mean, const float* rstd,
-                              const float* sum_g, const float* sum_gx, int N, int C, int C_total);
+/// From full-row sum_g, sum_gx, add_to on the local columns: dinp += rstd * (g - sum_g / C_total -
+/// xhat * sum_gx / C_total); dweight += Σ_n dout * xhat; dbias += Σ_n dout.
+void layernorm_backward_apply(const Context& ctx, const LayerGrads& add_to, const float* dout, const float* inp,
+                              const float* weight, const float* mean, const float* rstd, const float* sum_g,
+                              const float* sum_gx, int N, int C, int C_total);
 
 // ---- elementwise ------------------------------------------------------------------------------
 

@@ -18,25 +18,24 @@ void check_sequence_length(const GPTConfig& config, int T) {
   }
 }
 
-core::DropoutSpec dropout_spec(const GPTConfig& config, const ActivationBlock& block, uint32_t seed, uint32_t step,
-                               bool train, int layer, core::DropoutSite site) {
+core::DropoutSpec dropout_spec(const GPTConfig& config, const RankSlice& mine, uint32_t seed, uint32_t step, bool train,
+                               int layer, core::DropoutSite site) {
   core::DropoutSpec d;
   d.p = train ? config.dropout : 0.0f;
   d.key = core::dropout_key(seed, static_cast<uint32_t>(layer), site);
   d.step = step;
-  const int64_t B = block.B, T = block.T, NH = config.n_head, C = config.n_embd;
+  const int64_t B = mine.B, T = mine.T, NH = config.n_head, C = config.n_embd;
   if (site == core::DropoutSite::attention_probs) {
-    const int64_t dims[3] = {block.Bl, block.NHl, T * T}, offsets[3] = {block.b0, block.h0, 0},
-                  global[3] = {B, NH, T * T};
+    const int64_t dims[3] = {mine.Bl, mine.NHl, T * T}, offsets[3] = {mine.b0, mine.h0, 0}, global[3] = {B, NH, T * T};
     for (int k = 0; k < 3; ++k)
       d.block.dim[k] = dims[k], d.block.offset[k] = offsets[k], d.block.global_dim[k] = global[k];
   } else {
-    d.block = core::GlobalBlock::matrix(block.Nl, block.Cl, block.n0, block.c0, B * T, C);
+    d.block = core::GlobalBlock::matrix(mine.Nl, mine.Cl, mine.n0, mine.c0, B * T, C);
   }
   return d;
 }
 
-ActivationBlock place_in_batch(ActivationBlock local, const BatchSlice& slice) {
+RankSlice place_in_batch(RankSlice local, const BatchSlice& slice) {
   if (slice.global == 0) return local;
   if (slice.b0 < 0 || slice.b0 + local.B > slice.global) {
     throw std::invalid_argument("a part of " + std::to_string(local.B) + " sequences at " + std::to_string(slice.b0) +

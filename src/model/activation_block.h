@@ -1,6 +1,6 @@
 // What every stage does the same way with the batch it runs on: the sequence-length check, and the
-// dropout of each site. A stage describes once which block of the canonical activations it holds
-// (ActivationBlock); dropout_spec turns that into each site's DropoutSpec, whose counters are the
+// dropout of each site. A stage describes once which slice of the canonical activations it holds
+// (RankSlice); dropout_spec turns that into each site's DropoutSpec, whose counters are the
 // canonical indices, so the serial, 1D and 2D runs drop exactly the same elements.
 #pragma once
 
@@ -23,7 +23,7 @@ void check_sequence_length(const GPTConfig& config, int T);
 /// block i, C block j and head group j. The residual stream (the LayerNorms, the residual adds and
 /// their dropouts) is the rows [n0, n0 + Nl): the sequences' rows b0·T … (b0 + Bl)·T, except with
 /// 1D sequence parallelism, where rank r holds the r-th of p equal slices of the B·T rows.
-struct ActivationBlock {
+struct RankSlice {
   int64_t B = 0, T = 0;     // the whole batch
   int64_t b0 = 0, Bl = 0;   // my sequences
   int64_t c0 = 0, Cl = 0;   // my hidden columns, of C
@@ -44,10 +44,10 @@ struct BatchSlice {
   bool last = true;
 };
 
-/// `local`, a rank's block of a batch of local.B sequences, placed in the batch `slice` is part of:
+/// `local`, a rank's slice of a batch of local.B sequences, placed in the batch `slice` is part of:
 /// B becomes slice.global, and the rank's sequences and rows move down by slice.b0 sequences.
 /// std::invalid_argument unless the part lies inside the batch.
-ActivationBlock place_in_batch(ActivationBlock local, const BatchSlice& slice);
+RankSlice place_in_batch(RankSlice local, const BatchSlice& slice);
 
 /// What the forward pass keeps for the backward pass (chapter 5). none: every block's activations.
 /// block: each block's input only (1D without sequence parallelism: split over its p ranks, as
@@ -74,10 +74,10 @@ std::string to_string(Recompute recompute);
 /// How many blocks' working sets a stage allocates: every block's (L), or one with recomputation.
 int working_sets(const GPTConfig& config, Recompute recompute);
 
-/// The dropout of `site` in `layer` on the rank's block: on its (Bl·T, Cl) tile of a (B·T, C)
+/// The dropout of `site` in `layer` on the rank's slice: on its (Bl·T, Cl) tile of a (B·T, C)
 /// activation, or on its (Bl, NHl, T·T) block of the attention probabilities. The mask is keyed
 /// by (seed, layer, site) and counted by step; p is the config's dropout when training, else 0.
-core::DropoutSpec dropout_spec(const GPTConfig& config, const ActivationBlock& block, uint32_t seed, uint32_t step,
-                               bool train, int layer, core::DropoutSite site);
+core::DropoutSpec dropout_spec(const GPTConfig& config, const RankSlice& mine, uint32_t seed, uint32_t step, bool train,
+                               int layer, core::DropoutSite site);
 
 }  // namespace optimus::model

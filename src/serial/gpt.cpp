@@ -9,9 +9,7 @@
 
 namespace optimus::serial {
 
-using core::Buffer;
 using core::DropoutSite;
-using core::MemoryCategory;
 using core::Trans;
 
 GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const model::StageOptions& memory)
@@ -21,68 +19,23 @@ GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed
     throw std::invalid_argument("serial::GPT: sequence parallelism is a mode of the 1D stage");
   params_ = model::ParamSet::create(
       config_, ctx_, [](const model::ParamInfo& p) { return model::ShardSpec::whole(p.shape); }, seed_);
-  param_ = model::ModelParams::values(params_);
-  grad_ = model::ModelParams::grads(params_);
+  weights_ = model::ModelParams::values(params_);
+  grads_ = model::ModelParams::grads(params_);
 }
 
-// Activation and scratch buffers for batch shape (B, T), allocated once and kept while it lasts.
-void GPT::ensure_buffers(int B, int T) {
-  if (acts_.B == B && acts_.T == T) return;
-  acts_ = Activations{};
-  scratch_ = BackwardScratch{};
-  const int64_t N = int64_t{B} * T, C = config_.n_embd, F = config_.ffn(), V = config_.vocab_size, NH = config_.n_head;
-  auto act = [&](core::Shape s) {
-    return Buffer(*ctx_.ledger, MemoryCategory::activations, std::move(s), ctx_.device);
-  };
-  auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
-  acts_.B = B, acts_.T = T;
-  // The token ids are the step's input, recorded as workspace (the activation formulas count floats).
-  acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
-  acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
-  acts_.encoded = act({N, C});
-  for (int l = 0; l < model::working_sets(config_, recompute_); ++l) {
-    BlockActivations b;
-    b.ln1 = act({N, C}), b.ln1_mean = act({N}), b.ln1_rstd = act({N});
-    b.qkv = act({N, 3 * C});
-    b.att = act({B, NH, T, T});
-    b.atty = act({N, C}), b.res1 = act({N, C});
-    b.ln2 = act({N, C}), b.ln2_mean = act({N}), b.ln2_rstd = act({N});
-    b.fch = act({N, F}), b.fch_gelu = act({N, F});
-    acts_.blocks.push_back(std::move(b));
-  }
-  for (int l = 0; l < config_.n_layer; ++l) acts_.outputs.push_back(act({N, C}));
-  acts_.branch = tmp({N, C});
-  acts_.lnf = act({N, C}), acts_.lnf_mean = act({N}), acts_.lnf_rstd = act({N});
-  acts_.logits = act({N, V});
-  acts_.ce_max = act({N}), acts_.ce_sumexp = act({N}), acts_.losses = act({N});
-  scratch_.d_res = tmp({N, C}), scratch_.d_branch = tmp({N, C}), scratch_.d_ln = tmp({N, C});
-  scratch_.d_atty = tmp({N, C}), scratch_.d_qkv = tmp({N, 3 * C}), scratch_.d_att = tmp({B, NH, T, T});
-  scratch_.d_fch = tmp({N, F}), scratch_.d_fch_gelu = tmp({N, F}), scratch_.d_logits = tmp({N, V});
-}
-
-// The whole batch: one device holds all of it.
-model::ActivationBlock GPT::block_of(int B, int T) const {
-  const int64_t N = int64_t{B} * T;
-  return {.B = B,
-          .T = T,
-          .b0 = 0,
-          .Bl = B,
-          .c0 = 0,
-          .Cl = config_.n_embd,
-          .h0 = 0,
-          .NHl = config_.n_head,
-          .n0 = 0,
-          .Nl = N};
-}
-
-// Block l's working set: its own, or the one every block shares under recomputation.
-BlockActivations& GPT::working_set(int l) {
-  return acts_.blocks[recompute_ == model::Recompute::block ? 0 : static_cast<size_t>(l)];
+// The whole batch: one device holds all of it, every row, column, head and vocabulary column.
+model::LocalShapes GPT::local_shapes(int B, int T) const {
+  const int64_t N = int64_t{B} * T, C = config_.n_embd;
+  return {
+      .mine = {.B = B, .T = T, .b0 = 0, .Bl = B, .c0 = 0, .Cl = C, .h0 = 0, .NHl = config_.n_head, .n0 = 0, .Nl = N},
+      .Cr = C,
+      .Fr = config_.ffn(),
+      .Vr = config_.vocab_size};
 }
 
 // The dropout of one site, on the whole activation (one device holds all of it).
 core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
-  return model::dropout_spec(config_, acts_.block, seed_, step_, train_, layer, site);
+  return model::dropout_spec(config_, acts_, seed_, layer, site);
 }
 
 // ---- forward ------------------------------------------------------------------------------------
@@ -90,16 +43,12 @@ core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
 float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train,
                    const model::BatchSlice& slice) {
   model::check_sequence_length(config_, T);
-  ensure_buffers(B, T);
-  acts_.block = model::place_in_batch(block_of(B, T), slice);
-  last_part_ = slice.last;
-  step_ = step;
-  train_ = train;
+  const model::LocalShapes local = local_shapes(B, T);
+  model::ensure_buffers(acts_, scratch_, ctx_, config_, recompute_, local);
+  model::begin_forward(acts_, ctx_, local, inputs, targets, step, train, slice);
   const int N = B * T, C = config_.n_embd, V = config_.vocab_size;
   const float eps = config_.layer_norm_epsilon;
-  const model::ModelParams& w = param_;
-  core::copy_to_device(ctx_, acts_.inputs.data(), inputs, N);
-  core::copy_to_device(ctx_, acts_.targets.data(), targets, N);
+  const model::ModelParams& w = weights_;
 
   // Embedding: token rows plus position rows, then dropout (in place).
   core::embedding_forward(ctx_, acts_.encoded.data(), acts_.inputs.data(), w.wte, N, C, 0, V);
@@ -120,17 +69,17 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
                              acts_.logits.data(), acts_.targets.data(), N, V, V);
   double sum = 0.0;
   core::sum(ctx_, &sum, acts_.losses.data(), N);  // in double, on the device; the result on the host
-  return static_cast<float>(sum / static_cast<double>(batch_tokens()));
+  return static_cast<float>(sum / static_cast<double>(acts_.batch_tokens()));
 }
 
 // One block: x → x + drop(c_proj(attn(ln_1(x)))) → + drop(mlp(ln_2(·))), into outputs[l]. Each
 // branch's output goes through scratch: the backward pass reads neither it nor its dropout's
 // output (the mask is regenerated from Philox), only what the residual add made of it.
 void GPT::block_forward(int l, const float* x) {
-  BlockActivations& a = working_set(l);
+  model::BlockActivations& a = acts_.working_set(l);
   float* out = acts_.outputs[static_cast<size_t>(l)].data();
   float* branch = acts_.branch.data();  // (N, C) scratch
-  const model::BlockParams& w = param_.blocks[static_cast<size_t>(l)];
+  const model::BlockParams& w = weights_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, F = config_.ffn(), NH = config_.n_head;
   const float eps = config_.layer_norm_epsilon;
 
@@ -157,14 +106,14 @@ void GPT::block_forward(int l, const float* x) {
 
 void GPT::backward() {
   const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, V = config_.vocab_size;
-  BackwardScratch& s = scratch_;
-  const model::ModelParams &w = param_, &dw = grad_;
+  model::BackwardScratch& s = scratch_;
+  const model::ModelParams &w = weights_, &dw = grads_;
 
   // Loss: the mean over the batch's tokens (the step's, when this pass is a part of it), so each
   // token's loss has gradient 1/N.
   core::crossentropy_backward(ctx_, core::zeroed(ctx_, s.d_logits), acts_.logits.data(), acts_.ce_max.data(),
-                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(batch_tokens()),
-                              N, V, 0, V);
+                              acts_.ce_sumexp.data(), acts_.targets.data(),
+                              1.0f / static_cast<float>(acts_.batch_tokens()), N, V, 0, V);
   // LM head: d_lnf = d_logits · wte; dwte += d_logitsᵀ · lnf (the first of wte's two gradients).
   core::matmul_backward(ctx_, core::zeroed(ctx_, s.d_ln), dw.wte, s.d_logits.data(), acts_.lnf.data(), w.wte, N, V, C,
                         Trans::no, Trans::yes);
@@ -178,21 +127,21 @@ void GPT::backward() {
     const float* x = l == 0 ? acts_.encoded.data() : acts_.outputs[static_cast<size_t>(l - 1)].data();
     if (recompute_ == model::Recompute::block) block_forward(l, x);
     block_backward(l, x);
-    if (listener_ != nullptr && last_part_) listener_->block_ready(l);
+    if (listener_ != nullptr && acts_.last_part) listener_->block_ready(l);
   }
 
   // Embedding: through its dropout, then scatter-add into wte (its second gradient) and wpe.
   core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
   core::embedding_backward(ctx_, dw.wte, s.d_branch.data(), acts_.inputs.data(), N, C, 0, V);
   core::position_add_backward(ctx_, dw.wpe, s.d_branch.data(), B, T, C);
-  if (listener_ != nullptr && last_part_) listener_->all_ready();
+  if (listener_ != nullptr && acts_.last_part) listener_->all_ready();
 }
 
 // On entry s.d_res = dL/d(block output); on exit s.d_res = dL/dx (the block's input).
 void GPT::block_backward(int l, const float* x) {
-  BlockActivations& a = working_set(l);
-  BackwardScratch& s = scratch_;
-  const model::BlockParams &w = param_.blocks[static_cast<size_t>(l)], &dw = grad_.blocks[static_cast<size_t>(l)];
+  model::BlockActivations& a = acts_.working_set(l);
+  model::BackwardScratch& s = scratch_;
+  const model::BlockParams &w = weights_.blocks[static_cast<size_t>(l)], &dw = grads_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, C = config_.n_embd, F = config_.ffn(), NH = config_.n_head;
 
   // MLP branch: res2 = res1 + drop(c_proj(gelu(c_fc(ln_2(res1))))). d_res already is dL/dres1's

@@ -14,6 +14,7 @@
 #include "core/ops.h"
 #include "core/tensor.h"
 #include "model/activation_block.h"
+#include "model/activations.h"
 #include "model/config.h"
 #include "model/gather.h"
 #include "model/gradient_listener.h"
@@ -22,46 +23,6 @@
 #include "model/param_set.h"
 
 namespace optimus::serial {
-
-/// What one block's forward pass computes and its backward pass reads (its output is kept apart,
-/// in Activations::outputs). N = B*T.
-struct BlockActivations {
-  core::Buffer ln1, ln1_mean, ln1_rstd;  // (N, C), (N), (N)
-  core::Buffer qkv;                      // (N, 3C)
-  core::Buffer att;                      // (B, NH, T, T) probabilities before dropout
-  core::Buffer atty;                     // (N, C) attention output, heads side by side
-  core::Buffer res1;                     // (N, C) x + attention branch
-  core::Buffer ln2, ln2_mean, ln2_rstd;  // (N, C), (N), (N)
-  core::Buffer fch, fch_gelu;            // (N, F), (N, F)
-};
-
-/// Everything the forward pass keeps, for one batch shape (B, T).
-struct Activations {
-  int B = 0, T = 0;
-  model::ActivationBlock block;            // the whole batch: one device holds all of it
-  core::IntBuffer inputs, targets;         // (B, T) token ids, copied from the host batch
-  core::Buffer encoded;                    // (N, C) wte[tok] + wpe[t], after dropout
-  std::vector<BlockActivations> blocks;    // L working sets, or 1 with recomputation (working_set)
-  std::vector<core::Buffer> outputs;       // L of (N, C): block l's output, block l+1's input
-  core::Buffer branch;                     // (N, C) workspace, not kept: a branch's output (c_proj,
-                                           // bias, dropout) until the residual add reads it
-  core::Buffer lnf, lnf_mean, lnf_rstd;    // (N, C), (N), (N)
-  core::Buffer logits;                     // (N, V)
-  core::Buffer ce_max, ce_sumexp, losses;  // (N) each
-};
-
-/// Scratch for the backward pass: gradients of activations, reused layer after layer.
-struct BackwardScratch {
-  core::Buffer d_res;       // (N, C) the residual stream's gradient
-  core::Buffer d_branch;    // (N, C) a branch output's gradient (before its dropout)
-  core::Buffer d_ln;        // (N, C)
-  core::Buffer d_atty;      // (N, C)
-  core::Buffer d_qkv;       // (N, 3C)
-  core::Buffer d_att;       // (B, NH, T, T)
-  core::Buffer d_fch;       // (N, F)
-  core::Buffer d_fch_gelu;  // (N, F)
-  core::Buffer d_logits;    // (N, V)
-};
 
 class GPT final : public model::Model {
  public:
@@ -83,14 +44,13 @@ class GPT final : public model::Model {
   /// Clips the gradients to a global norm of max_norm as torch.nn.utils.clip_grad_norm_ does
   /// (max_norm <= 0: no clipping) and returns the norm before clipping.
   float clip_gradients(float max_norm) override;
-  /// Tells `listener` (nullptr: nobody) as the backward pass of a step's last part completes the
-  /// parameters' gradients, block by block (model/gradient_listener.h): data parallelism listens.
   void set_gradient_listener(model::GradientListener* listener) override { listener_ = listener; }
 
+  // As model::Model says (model/model.h).
   model::ParamSet& params() override { return params_; }
   const model::ParamSet& params() const override { return params_; }
   const model::GPTConfig& config() const override { return config_; }
-  const Activations& activations() const { return acts_; }
+  const model::Activations& activations() const { return acts_; }
   const core::Context& context() const override { return ctx_; }
   /// Every tensor whole, on the one rank there is (for gather, like the parallel stages).
   model::SpecOfRank spec_of() const override {
@@ -98,11 +58,8 @@ class GPT final : public model::Model {
   }
 
  private:
-  void ensure_buffers(int B, int T);
-  model::ActivationBlock block_of(int B, int T) const;                    // this rank's block of a batch of B
-  int64_t batch_tokens() const { return acts_.block.B * acts_.block.T; }  // the step's tokens
+  model::LocalShapes local_shapes(int B, int T) const;  // what this rank holds of a batch (B, T)
   core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
-  BlockActivations& working_set(int l);
   void block_forward(int l, const float* x);
   void block_backward(int l, const float* x);
 
@@ -111,14 +68,11 @@ class GPT final : public model::Model {
   uint32_t seed_;
   model::Recompute recompute_;
   model::ParamSet params_;
-  model::ModelParams param_;  // params_'s values by name
-  model::ModelParams grad_;   // params_'s gradients by name
-  bool last_part_ = true;     // the forward's BatchSlice::last: the backward pass completes the step's gradients
+  model::ModelParams weights_;  // params_'s values by name
+  model::ModelParams grads_;    // params_'s gradients by name
   model::GradientListener* listener_ = nullptr;
-  Activations acts_;
-  BackwardScratch scratch_;
-  uint32_t step_ = 0;
-  bool train_ = true;
+  model::Activations acts_;
+  model::BackwardScratch scratch_;
 };
 
 }  // namespace optimus::serial

@@ -1,54 +1,67 @@
-// The two conjugate operators of Megatron's tensor parallelism (chapter 2), in the
-// Megatron vocabulary. In a hand-written forward and backward pass each is a pair of functions:
+// The two conjugate operators of Megatron's tensor parallelism (chapter 2), in the Megatron
+// vocabulary, as the boundary of a parallel region:
 //   f: identity forward, all-reduce backward — where replicated activations enter a parallel region;
 //   g: all-reduce forward, identity backward — where partial sums leave it.
 // Each is the other's transpose: the gradient of "sum over ranks" is "copy to every rank".
+// With sequence parallelism (chapter 5) the activations outside the regions are not replicated
+// but split by rows: rank r holds rows [r·N/p, (r+1)·N/p) of the (N, C) residual stream. The pair
+// becomes (Korthikanti et al. call them g and ḡ):
+//   f: all-gather forward, reduce-scatter backward — my rows in, every row out;
+//   g: reduce-scatter forward, all-gather backward — partial sums of every row in, my rows' sums out.
+// Again each is the other's transpose, and an all-gather plus a reduce-scatter move what one
+// all-reduce moves. A Region carries the communicator and the mode, so the same layers serve both.
 #pragma once
 
 #include <cstdint>
 
 #include "comm/communicator.h"
+#include "core/context.h"
+#include "core/ops.h"
+#include "core/tensor.h"
 
 namespace optimus::tp1d {
 
-/// f forward: the replicated input is used as it is on every rank.
-inline void f_forward() {}
-/// f backward: every rank holds a partial gradient of the replicated input; sum them (N·C floats).
-inline void f_backward(comm::Communicator& tp, float* grad, int64_t n) {
-  tp.all_reduce(grad, n);
-}
+/// The boundary of a parallel region over the ranks of `tp`. Sizes passed are the full ones (N
+/// rows, C columns); "mine" is this rank's rows of the residual stream: all N of them, or with
+/// sequence parallelism its N/p. With sequence parallelism the region owns two (N, C) buffers,
+/// allocated once per batch shape by allocate(): the receive buffer of an all-gather (every row)
+/// and the send buffer of a reduce-scatter (my partial sums of every row).
+class Region {
+ public:
+  Region(comm::Communicator& tp, bool sequence_parallel) : tp_(&tp), sp_(sequence_parallel) {}
 
-/// g forward: every rank holds a partial sum of the output; sum them so all hold the whole.
-inline void g_forward(comm::Communicator& tp, float* x, int64_t n) {
-  tp.all_reduce(x, n);
-}
-/// g backward: the gradient of the replicated output is already the gradient of every partial sum.
-inline void g_backward() {}
+  comm::Communicator& comm() const { return *tp_; }
+  bool sequence_parallel() const { return sp_; }
+  /// My rows of N: N, or N/p with sequence parallelism.
+  int64_t rows(int64_t N) const { return sp_ ? N / tp_->size() : N; }
+  /// With sequence parallelism the two (N, C) communication buffers; nothing without.
+  void allocate(const core::Context& ctx, int64_t N, int64_t C);
+  void release() { gathered_ = core::Buffer{}, partial_ = core::Buffer{}; }
 
-// With sequence parallelism (chapter 5) the activations outside the parallel regions are not
-// replicated but split by rows: rank r holds rows [r·N/p, (r+1)·N/p) of the (N, C) residual stream.
-// The pair becomes (Korthikanti et al. call them g and ḡ):
-//   f_sp: all-gather forward, reduce-scatter backward — my rows in, every row out;
-//   g_sp: reduce-scatter forward, all-gather backward — partial sums of every row in, my rows' sums out.
-// Again each is the other's transpose, and an all-gather plus a reduce-scatter move what one
-// all-reduce moves, so the communication volume is f's and g's.
+  /// f forward: the region's input, every row (N, C): `mine` itself, or every rank's rows gathered.
+  const float* f_forward(const float* mine, int64_t N, int64_t C);
+  /// Where a backward pass computes its partial gradient of the region's input (N, C), which
+  /// f_backward then sums: `dmine` itself (the caller passes it zeroed, as to every backward op),
+  /// or with sequence parallelism the partial-sum buffer, zeroed here.
+  float* partial(const core::Context& ctx, float* dmine);
+  /// The same, `dmine` zeroed here too.
+  float* zeroed_partial(const core::Context& ctx, const core::Buffer& dmine);
+  /// f backward: dmine = my rows of the sum over ranks of `partial`: an all-reduce in place, or a
+  /// reduce-scatter.
+  void f_backward(float* dmine, const float* partial, int64_t N, int64_t C);
 
-/// f_sp forward: full (N, C) = every rank's rows (N/p, C) side by side; n = (N/p)·C per rank.
-inline void f_sp_forward(comm::Communicator& tp, float* full, const float* mine, int64_t n) {
-  tp.all_gather(full, mine, n);
-}
-/// f_sp backward: my rows of the sum over ranks of the partial gradients of every row.
-inline void f_sp_backward(comm::Communicator& tp, float* mine, const float* full_partial, int64_t n) {
-  tp.reduce_scatter(mine, full_partial, n);
-}
+  /// Where a forward pass computes its partial sums of the region's output (N, OC): `out` itself,
+  /// or with sequence parallelism the partial-sum buffer.
+  float* g_partial(float* out) const;
+  /// g forward: out (my rows, OC) = my rows of the sum over ranks of `partial` (N, OC).
+  void g_forward(float* out, const float* partial, int64_t N, int64_t OC);
+  /// g backward: the gradient of every row (N, OC): `dmine` itself, or every rank's rows gathered.
+  const float* g_backward(const float* dmine, int64_t N, int64_t OC);
 
-/// g_sp forward: my rows (N/p, C) of the sum over ranks of every rank's partial (N, C).
-inline void g_sp_forward(comm::Communicator& tp, float* mine, const float* full_partial, int64_t n) {
-  tp.reduce_scatter(mine, full_partial, n);
-}
-/// g_sp backward: the gradient of every row, gathered from its owners, is every partial sum's.
-inline void g_sp_backward(comm::Communicator& tp, float* full, const float* mine, int64_t n) {
-  tp.all_gather(full, mine, n);
-}
+ private:
+  comm::Communicator* tp_;
+  bool sp_;
+  core::Buffer gathered_, partial_;  // (N, C) each, sequence parallelism only
+};
 
 }  // namespace optimus::tp1d

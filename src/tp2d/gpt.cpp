@@ -17,9 +17,7 @@
 
 namespace optimus::tp2d {
 
-using core::Buffer;
 using core::DropoutSite;
-using core::MemoryCategory;
 
 GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid2D& grid,
          const model::StageOptions& memory)
@@ -44,8 +42,8 @@ GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed
   const int q = q_, i = i_, j = j_;
   params_ = model::ParamSet::create(
       config_, ctx_, [q, i, j](const model::ParamInfo& info) { return spec_2d(info, q, i, j); }, seed_);
-  param_ = model::ModelParams::values(params_);
-  grad_ = model::ModelParams::grads(params_);
+  weights_ = model::ModelParams::values(params_);
+  grads_ = model::ModelParams::grads(params_);
 }
 
 model::SpecOfRank GPT::spec_of() const {
@@ -57,58 +55,24 @@ model::SpecOfRank GPT::spec_of() const {
   };
 }
 
-void GPT::ensure_buffers(int B, int T) {
-  if (acts_.B == B && acts_.T == T) return;
-  acts_ = Activations{};
-  scratch_ = BackwardScratch{};
-  const int64_t N = int64_t{B} * T, Nb = N / q_, Bb = B / q_, Cb = config_.n_embd / q_, Fb = config_.ffn() / q_,
-                NHb = config_.n_head / q_, Vb = Vb_;
-  auto act = [&](core::Shape s) {
-    return Buffer(*ctx_.ledger, MemoryCategory::activations, std::move(s), ctx_.device);
-  };
-  auto tmp = [&](core::Shape s) { return Buffer(*ctx_.ledger, MemoryCategory::workspace, std::move(s), ctx_.device); };
-  acts_.B = B, acts_.T = T;
-  acts_.inputs = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {B, T}, ctx_.device);
-  acts_.targets = core::IntBuffer(*ctx_.ledger, MemoryCategory::workspace, {Bb, T}, ctx_.device);
-  acts_.encoded = act({Nb, Cb});
-  for (int l = 0; l < model::working_sets(config_, recompute_); ++l) {
-    BlockActivations b;
-    b.ln1 = act({Nb, Cb}), b.ln1_mean = act({Nb}), b.ln1_rstd = act({Nb});
-    b.qkv = act({Nb, 3 * Cb});
-    b.att = act({Bb, NHb, T, T});
-    b.atty = act({Nb, Cb}), b.res1 = act({Nb, Cb});
-    b.ln2 = act({Nb, Cb}), b.ln2_mean = act({Nb}), b.ln2_rstd = act({Nb});
-    b.fch = act({Nb, Fb}), b.fch_gelu = act({Nb, Fb});
-    acts_.blocks.push_back(std::move(b));
-  }
-  for (int l = 0; l < config_.n_layer; ++l) acts_.outputs.push_back(act({Nb, Cb}));
-  acts_.branch = tmp({Nb, Cb});
-  acts_.lnf = act({Nb, Cb}), acts_.lnf_mean = act({Nb}), acts_.lnf_rstd = act({Nb});
-  acts_.logits = act({Nb, Vb});
-  acts_.ce_max = act({Nb}), acts_.ce_sumexp = act({Nb}), acts_.ce_target = act({Nb}), acts_.losses = act({Nb});
-  scratch_.d_res = tmp({Nb, Cb}), scratch_.d_branch = tmp({Nb, Cb}), scratch_.d_ln = tmp({Nb, Cb});
-  scratch_.d_atty = tmp({Nb, Cb}), scratch_.d_qkv = tmp({Nb, 3 * Cb}), scratch_.d_att = tmp({Bb, NHb, T, T});
-  scratch_.d_fch = tmp({Nb, Fb}), scratch_.d_fch_gelu = tmp({Nb, Fb}), scratch_.d_logits = tmp({Nb, Vb});
-}
-
-// Batch block i (its sequences and rows), C block j, head group j.
-model::ActivationBlock GPT::block_of(int B, int T) const {
+// Batch block i (its B/q sequences, so rows [i·N/q, (i+1)·N/q)), C block j, head group j, vocabulary
+// block j of the logits.
+model::LocalShapes GPT::local_shapes(int B, int T) const {
   const int64_t Bb = B / q_, Nb = Bb * T, Cb = config_.n_embd / q_, NHb = config_.n_head / q_;
-  return {.B = B,
-          .T = T,
-          .b0 = i_ * Bb,
-          .Bl = Bb,
-          .c0 = j_ * Cb,
-          .Cl = Cb,
-          .h0 = j_ * NHb,
-          .NHl = NHb,
-          .n0 = i_ * Nb,
-          .Nl = Nb};
-}
-
-// Block l's working set: its own, or the one every block shares under recomputation.
-BlockActivations& GPT::working_set(int l) {
-  return acts_.blocks[recompute_ == model::Recompute::block ? 0 : static_cast<size_t>(l)];
+  return {.mine = {.B = B,
+                   .T = T,
+                   .b0 = i_ * Bb,
+                   .Bl = Bb,
+                   .c0 = j_ * Cb,
+                   .Cl = Cb,
+                   .h0 = j_ * NHb,
+                   .NHl = NHb,
+                   .n0 = i_ * Nb,
+                   .Nl = Nb},
+          .Cr = Cb,
+          .Fr = config_.ffn() / q_,
+          .Vr = Vb_,
+          .target_logits = true};
 }
 
 // Every tile drops exactly the canonical elements the serial run drops: an activation tile is
@@ -117,7 +81,7 @@ BlockActivations& GPT::working_set(int l) {
 // (i·B/q, j·NH/q, 0) of the canonical (B, NH, T*T). (The original Optimus code drew the same mask
 // on every tile, which correlates the tiles' dropout.)
 core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
-  return model::dropout_spec(config_, acts_.block, seed_, step_, train_, layer, site);
+  return model::dropout_spec(config_, acts_, seed_, layer, site);
 }
 
 // ---- forward ------------------------------------------------------------------------------------
@@ -126,16 +90,12 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
                    const model::BatchSlice& slice) {
   model::check_sequence_length(config_, T);
   check_batch_divisible_2d(B, q_);
-  ensure_buffers(B, T);
-  acts_.block = model::place_in_batch(block_of(B, T), slice);
-  last_part_ = slice.last;
-  step_ = step;
-  train_ = train;
+  const model::LocalShapes local = local_shapes(B, T);
+  model::ensure_buffers(acts_, scratch_, ctx_, config_, recompute_, local);
+  model::begin_forward(acts_, ctx_, local, inputs, targets, step, train, slice);  // my rows' targets
   const int N = B * T, Nb = N / q_, C = config_.n_embd, Cb = C / q_, V = Vb_ * q_;
   const float eps = config_.layer_norm_epsilon;
-  const model::ModelParams& w = param_;  // w.wte (Vb, Cb): vocabulary block i, C block j
-  core::copy_to_device(ctx_, acts_.inputs.data(), inputs, N);
-  core::copy_to_device(ctx_, acts_.targets.data(), targets + int64_t{i_} * Nb, Nb);  // my rows
+  const model::ModelParams& w = weights_;  // w.wte (Vb, Cb): vocabulary block i, C block j
 
   // Embedding: look up every token in my vocabulary block, reduce-scatter down the column (my rows).
   embedding_2d_forward(ctx_, grid_, acts_.encoded.data(), acts_.inputs.data(), w.wte, N, C, V);
@@ -161,16 +121,16 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   double sum = 0.0;
   core::sum(ctx_, &sum, acts_.losses.data(), Nb);
   sum = comm::all_reduce_scalar(grid_.col_comm(), ctx_, sum);
-  return static_cast<float>(sum / static_cast<double>(batch_tokens()));
+  return static_cast<float>(sum / static_cast<double>(acts_.batch_tokens()));
 }
 
 // One block, into outputs[l] (the same steps as serial::GPT's, each on tiles; each branch's
 // output through scratch, as there).
 void GPT::block_forward(int l, const float* x) {
-  BlockActivations& a = working_set(l);
+  model::BlockActivations& a = acts_.working_set(l);
   float* out = acts_.outputs[static_cast<size_t>(l)].data();
   float* branch = acts_.branch.data();  // (Nb, Cb) scratch
-  const model::BlockParams& w = param_.blocks[static_cast<size_t>(l)];
+  const model::BlockParams& w = weights_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, Nb = N / q_, C = config_.n_embd, Cb = C / q_, F = config_.ffn(),
             Fb = F / q_, NHb = config_.n_head / q_;
   const float eps = config_.layer_norm_epsilon;
@@ -202,13 +162,13 @@ void GPT::block_forward(int l, const float* x) {
 
 void GPT::backward() {
   const int B = acts_.B, T = acts_.T, N = B * T, Nb = N / q_, C = config_.n_embd, Cb = C / q_, V = Vb_ * q_;
-  BackwardScratch& s = scratch_;
-  const model::ModelParams &w = param_, &dw = grad_;
+  model::BackwardScratch& s = scratch_;
+  const model::ModelParams &w = weights_, &dw = grads_;
 
   // Loss: my tile's share of (softmax − onehot) / N, from the full-row statistics; no communication.
   core::crossentropy_backward(ctx_, core::zeroed(ctx_, s.d_logits), acts_.logits.data(), acts_.ce_max.data(),
-                              acts_.ce_sumexp.data(), acts_.targets.data(), 1.0f / static_cast<float>(batch_tokens()),
-                              Nb, Vb_, j_ * Vb_, config_.vocab_size);
+                              acts_.ce_sumexp.data(), acts_.targets.data(),
+                              1.0f / static_cast<float>(acts_.batch_tokens()), Nb, Vb_, j_ * Vb_, config_.vocab_size);
   // LM head, the backward of A·Bᵀ: d_lnf = d_logits · wte (SUMMA A·B), dwte += d_logitsᵀ · lnf (SUMMA Aᵀ·B).
   summa_abt_backward(ctx_, grid_, core::zeroed(ctx_, s.d_ln), dw.wte, s.d_logits.data(), acts_.lnf.data(), w.wte, N, V,
                      C);
@@ -222,25 +182,25 @@ void GPT::backward() {
     const float* x = l == 0 ? acts_.encoded.data() : acts_.outputs[static_cast<size_t>(l - 1)].data();
     if (recompute_ == model::Recompute::block) block_forward(l, x);
     block_backward(l, x);
-    if (listener_ != nullptr && last_part_) listener_->block_ready(l);
+    if (listener_ != nullptr && acts_.last_part) listener_->block_ready(l);
   }
 
   // Embedding: all-gather the column's gradient rows, scatter-add those of my vocabulary block.
   core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
   embedding_2d_backward(ctx_, grid_, dw.wte, s.d_branch.data(), acts_.inputs.data(), N, C, V);
   core::position_add_backward(ctx_, dw.wpe, s.d_branch.data(), B / q_, T, Cb);
-  if (listener_ != nullptr && last_part_) listener_->all_ready();
+  if (listener_ != nullptr && acts_.last_part) listener_->all_ready();
 
   // The gradients of the column-replicated parameters, summed over the column's q row blocks in
   // one flat bucket: one call per step instead of one per tensor (about 13·L + 3 of them), after
   // the step's last part when the step accumulates several.
-  if (last_part_) model::sum_gradients(params_, ctx_, grid_.col_comm(), column_replicated);
+  if (acts_.last_part) model::sum_gradients(params_, ctx_, grid_.col_comm(), column_replicated);
 }
 
 void GPT::block_backward(int l, const float* x) {
-  BlockActivations& a = working_set(l);
-  BackwardScratch& s = scratch_;
-  const model::BlockParams &w = param_.blocks[static_cast<size_t>(l)], &dw = grad_.blocks[static_cast<size_t>(l)];
+  model::BlockActivations& a = acts_.working_set(l);
+  model::BackwardScratch& s = scratch_;
+  const model::BlockParams &w = weights_.blocks[static_cast<size_t>(l)], &dw = grads_.blocks[static_cast<size_t>(l)];
   const int B = acts_.B, T = acts_.T, N = B * T, Nb = N / q_, C = config_.n_embd, Cb = C / q_, F = config_.ffn(),
             Fb = F / q_, NHb = config_.n_head / q_;
 

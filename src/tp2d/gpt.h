@@ -15,6 +15,7 @@
 #include "core/ops.h"
 #include "core/tensor.h"
 #include "model/activation_block.h"
+#include "model/activations.h"
 #include "model/config.h"
 #include "model/gather.h"
 #include "model/gradient_listener.h"
@@ -23,43 +24,6 @@
 #include "model/param_set.h"
 
 namespace optimus::tp2d {
-
-/// What one block's forward computes and its backward reads (its output is kept apart, in
-/// Activations::outputs), all tiles of rank (i, j). Nb = N/q rows (batch block i),
-/// Cb = C/q, Fb = F/q columns (block j), NHb = NH/q heads (head group j), Bb = B/q sequences.
-struct BlockActivations {
-  core::Buffer ln1, ln1_mean, ln1_rstd;  // (Nb, Cb), (Nb), (Nb): statistics of my rows, over the whole row
-  core::Buffer qkv;                      // (Nb, 3Cb) head group j's Q | K | V
-  core::Buffer att;                      // (Bb, NHb, T, T)
-  core::Buffer atty;                     // (Nb, Cb) head group j's outputs = C block j
-  core::Buffer res1;                     // (Nb, Cb)
-  core::Buffer ln2, ln2_mean, ln2_rstd;  // (Nb, Cb), (Nb), (Nb)
-  core::Buffer fch, fch_gelu;            // (Nb, Fb)
-};
-
-struct Activations {
-  int B = 0, T = 0;
-  model::ActivationBlock block;                       // batch block i, C block j, head group j
-  core::IntBuffer inputs;                             // (B, T): the whole batch (the embedding looks up every token)
-  core::IntBuffer targets;                            // (Bb, T): my rows' targets only
-  core::Buffer encoded;                               // (Nb, Cb)
-  std::vector<BlockActivations> blocks;               // L working sets, or 1 with recomputation (working_set)
-  std::vector<core::Buffer> outputs;                  // L of (Nb, Cb): block l's output, block l+1's input
-  core::Buffer branch;                                // (Nb, Cb) workspace, not kept: a branch's output (SUMMA,
-                                                      // bias, dropout) until the residual add reads it
-  core::Buffer lnf, lnf_mean, lnf_rstd;               // (Nb, Cb), (Nb), (Nb)
-  core::Buffer logits;                                // (Nb, Vb) vocabulary block j, Vb = ⌈V/q⌉
-  core::Buffer ce_max, ce_sumexp, ce_target, losses;  // (Nb) each, full-row values after the row all-reduces
-};
-
-struct BackwardScratch {
-  core::Buffer d_res, d_branch, d_ln;  // (Nb, Cb)
-  core::Buffer d_atty;                 // (Nb, Cb)
-  core::Buffer d_qkv;                  // (Nb, 3Cb)
-  core::Buffer d_att;                  // (Bb, NHb, T, T)
-  core::Buffer d_fch, d_fch_gelu;      // (Nb, Fb)
-  core::Buffer d_logits;               // (Nb, Vb)
-};
 
 class GPT final : public model::Model {
  public:
@@ -83,14 +47,13 @@ class GPT final : public model::Model {
   /// Global-norm clipping; the norm counts every canonical element once (column-replicated tensors
   /// on grid row 0 only), then one all-reduce over the world of the squared sum.
   float clip_gradients(float max_norm) override;
-  /// Tells `listener` (nullptr: nobody) as the backward pass of a step's last part completes the
-  /// parameters' gradients, block by block (model/gradient_listener.h): data parallelism listens.
   void set_gradient_listener(model::GradientListener* listener) override { listener_ = listener; }
 
+  // As model::Model says (model/model.h).
   model::ParamSet& params() override { return params_; }
   const model::ParamSet& params() const override { return params_; }
   const model::GPTConfig& config() const override { return config_; }
-  const Activations& activations() const { return acts_; }
+  const model::Activations& activations() const { return acts_; }
   const core::Context& context() const override { return ctx_; }
   const comm::Grid2D& grid() const { return grid_; }
   /// The shard spec of any parameter on any rank of this layout (for gather), the ranks numbered as
@@ -98,11 +61,8 @@ class GPT final : public model::Model {
   model::SpecOfRank spec_of() const override;
 
  private:
-  void ensure_buffers(int B, int T);
-  model::ActivationBlock block_of(int B, int T) const;                    // this rank's block of a batch of B
-  int64_t batch_tokens() const { return acts_.block.B * acts_.block.T; }  // the step's tokens
+  model::LocalShapes local_shapes(int B, int T) const;  // what this rank holds of a batch (B, T)
   core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
-  BlockActivations& working_set(int l);
   void block_forward(int l, const float* x);
   void block_backward(int l, const float* x);
 
@@ -114,14 +74,11 @@ class GPT final : public model::Model {
   int q_, i_, j_;
   int Vb_;  // vocabulary rows of a block (and logit columns of a rank): ⌈V/q⌉
   model::ParamSet params_;
-  model::ModelParams param_;  // params_'s values by name
-  model::ModelParams grad_;   // params_'s gradients by name
-  Activations acts_;
-  BackwardScratch scratch_;
-  uint32_t step_ = 0;
-  bool train_ = true;
-  bool last_part_ = true;  // the forward's BatchSlice::last: backward sums the gradients computed apart
+  model::ModelParams weights_;  // params_'s values by name
+  model::ModelParams grads_;    // params_'s gradients by name
   model::GradientListener* listener_ = nullptr;
+  model::Activations acts_;  // with target_logits; targets are my B/q sequences'
+  model::BackwardScratch scratch_;
 };
 
 }  // namespace optimus::tp2d

@@ -37,8 +37,7 @@ void layernorm_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, c
   float* sum_gx = sums.data() + Nb;
   core::layernorm_backward_partial(ctx, sum_g, sum_gx, dout, inp, weight, mean, rstd, Nb, Cb);
   grid.row_comm().all_reduce(sums.data(), 2 * int64_t{Nb});  // both sums over all C columns, one call
-  core::layernorm_backward_apply(ctx, add_to.dinp, add_to.dweight, add_to.dbias, dout, inp, weight, mean, rstd, sum_g,
-                                 sum_gx, Nb, Cb, C);
+  core::layernorm_backward_apply(ctx, add_to, dout, inp, weight, mean, rstd, sum_g, sum_gx, Nb, Cb, C);
 }
 
 // ---- linear -------------------------------------------------------------------------------------

@@ -196,7 +196,7 @@ Results run_product(Product p, const comm::Grid2D& g) {
   const auto dC_ij = equivalence::grid_block(normal(int64_t{M} * N, 3), M, N, g);
   Results r{std::vector<float>(static_cast<size_t>(M / q) * (N / q)),
             equivalence::grid_block(normal(int64_t{s.a_rows} * s.a_cols, 4), s.a_rows, s.a_cols, g),
-            equivalence::grid_block(normal(int64_t{s.b_rows} * s.b_cols, 5), s.b_rows, s.b_cols, g)};
+            equivalence::grid_block(normal(int64_t{s.b_rows} * s.b_cols, 5), s.b_rows, s.b_cols, g), 0, {}};
   auto& ledger = g.row_comm().ledger();
   const auto before = ledger.snapshot();
   forward(p, ctx, g, r.C.data(), A_ij.data(), B_ij.data(), M, N, K);

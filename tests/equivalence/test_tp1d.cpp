@@ -151,10 +151,11 @@ TEST_CASE("1D column- and row-parallel linears equal the serial linear (L2)", "[
              dy_c = cols(dy, N, OC, r * OCp, OCp);
   std::vector<float> y_c(static_cast<size_t>(N) * OCp), dx_c(static_cast<size_t>(N) * C, 0.0f), dw_c(w_c.size(), 0.0f),
       db_c(b_c.size(), 0.0f);
-  tp1d::column_parallel_linear_forward(ctx, y_c.data(), x.data(), w_c.data(), b_c.data(), N, C, OCp);
-  tp1d::column_parallel_linear_backward(ctx, world.comm(),
+  tp1d::Region region(world.comm(), /*sequence_parallel=*/false);
+  tp1d::column_parallel_linear_forward(ctx, region, y_c.data(), x.data(), w_c.data(), b_c.data(), N, C, OC);
+  tp1d::column_parallel_linear_backward(ctx, region,
                                         {.dinp = dx_c.data(), .dweight = dw_c.data(), .dbias = db_c.data()},
-                                        dy_c.data(), x.data(), w_c.data(), N, C, OCp);
+                                        dy_c.data(), x.data(), w_c.data(), N, C, OC);
   const double col_y = rel_error(y_c, cols(y, N, OC, r * OCp, OCp)), col_dx = rel_error(dx_c, dx),
                col_dw = rel_error(dw_c, cols(dw, C, OC, r * OCp, OCp)),
                col_db = rel_error(db_c, cols(db, 1, OC, r * OCp, OCp));
@@ -165,9 +166,9 @@ TEST_CASE("1D column- and row-parallel linears equal the serial linear (L2)", "[
   const std::vector<float> w_r(w.begin() + r * Cp * OC, w.begin() + (r + 1) * Cp * OC);
   std::vector<float> y_r(static_cast<size_t>(N) * OC), dx_r(x_r.size(), 0.0f), dw_r(w_r.size(), 0.0f),
       db_r(b.size(), 0.0f);
-  tp1d::row_parallel_linear_forward(ctx, world.comm(), y_r.data(), x_r.data(), w_r.data(), b.data(), N, Cp, OC);
-  tp1d::row_parallel_linear_backward(ctx, {.dinp = dx_r.data(), .dweight = dw_r.data(), .dbias = db_r.data()},
-                                     dy.data(), x_r.data(), w_r.data(), N, Cp, OC);
+  tp1d::row_parallel_linear_forward(ctx, region, y_r.data(), x_r.data(), w_r.data(), b.data(), N, C, OC);
+  tp1d::row_parallel_linear_backward(ctx, region, {.dinp = dx_r.data(), .dweight = dw_r.data(), .dbias = db_r.data()},
+                                     dy.data(), x_r.data(), w_r.data(), N, C, OC);
   const double row_y = rel_error(y_r, y), row_dx = rel_error(dx_r, cols(dx, N, C, r * Cp, Cp)),
                row_dw = rel_error(dw_r, std::vector<float>(dw.begin() + r * Cp * OC, dw.begin() + (r + 1) * Cp * OC)),
                row_db = rel_error(db_r, db);
@@ -190,8 +191,8 @@ TEST_CASE("1D vocab-parallel embedding and cross-entropy equal the serial ones (
   core::embedding_backward(ctx, dwte.data(), dout.data(), tokens.data(), N, C, 0, V);
   const std::vector<float> wte_p(wte.begin() + v0 * C, wte.begin() + (v0 + Vp) * C);
   std::vector<float> e_p(e.size()), dwte_p(wte_p.size(), 0.0f);
-  tp1d::vocab_parallel_embedding_forward(ctx, world.comm(), e_p.data(), tokens.data(), wte_p.data(), N, C, v0, Vp);
-  tp1d::vocab_parallel_embedding_backward(ctx, dwte_p.data(), dout.data(), tokens.data(), N, C, v0, Vp);
+  tp1d::vocab_parallel_embedding_forward(ctx, world.comm(), e_p.data(), tokens.data(), wte_p.data(), N, C, V);
+  tp1d::vocab_parallel_embedding_backward(ctx, world.comm(), dwte_p.data(), dout.data(), tokens.data(), N, C, V);
   const double emb = equivalence::worse(
       rel_error(e_p, e), rel_error(dwte_p, std::vector<float>(dwte.begin() + v0 * C, dwte.begin() + (v0 + Vp) * C)));
   report(tag("L2 vocab-parallel embedding: worst of out, dwte"), emb);

@@ -204,8 +204,9 @@ TEST_CASE("layernorm pieces on a block of columns equal the CPU, aliases include
   core::layernorm_backward_partial(cpu(), sg_cpu.data(), sgx_cpu.data(), dout.data(), x.data(), w.data(), mean.data(),
                                    rstd.data(), N, C);
   std::vector<float> dx_cpu = dx0, dw_cpu = dw0, db_cpu = db0;
-  core::layernorm_backward_apply(cpu(), dx_cpu.data(), dw_cpu.data(), db_cpu.data(), dout.data(), x.data(), w.data(),
-                                 mean.data(), rstd.data(), row_sum_g.data(), row_sum_gx.data(), N, C, C_total);
+  core::layernorm_backward_apply(cpu(), {.dinp = dx_cpu.data(), .dweight = dw_cpu.data(), .dbias = db_cpu.data()},
+                                 dout.data(), x.data(), w.data(), mean.data(), rstd.data(), row_sum_g.data(),
+                                 row_sum_gx.data(), N, C, C_total);
 
   auto d_dout = to_device(dout), d_mean = to_device(mean), d_rstd = to_device(rstd);
   auto d_row_sum_g = to_device(row_sum_g), d_row_sum_gx = to_device(row_sum_gx);
@@ -215,8 +216,9 @@ TEST_CASE("layernorm pieces on a block of columns equal the CPU, aliases include
   CHECK(agree(to_host(d_sg), sg_cpu));
   CHECK(agree(to_host(d_sgx), sgx_cpu));
   auto d_dx = to_device(dx0), d_dw = to_device(dw0), d_db = to_device(db0);
-  core::layernorm_backward_apply(cuda(), d_dx.data(), d_dw.data(), d_db.data(), d_dout.data(), d_x.data(), d_w.data(),
-                                 d_mean.data(), d_rstd.data(), d_row_sum_g.data(), d_row_sum_gx.data(), N, C, C_total);
+  core::layernorm_backward_apply(cuda(), {.dinp = d_dx.data(), .dweight = d_dw.data(), .dbias = d_db.data()},
+                                 d_dout.data(), d_x.data(), d_w.data(), d_mean.data(), d_rstd.data(),
+                                 d_row_sum_g.data(), d_row_sum_gx.data(), N, C, C_total);
   CHECK(agree_added(to_host(d_dx), dx_cpu, dx0));
   CHECK(agree_added(to_host(d_dw), dw_cpu, dw0));
   CHECK(agree_added(to_host(d_db), db_cpu, db0));

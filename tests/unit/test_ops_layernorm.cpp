@@ -168,9 +168,9 @@ TEST_CASE("layernorm pieces over 2 and 3 column blocks, summed by hand, give the
     std::vector<float> dinp_split(N * C), dweight_split(C), dbias_split(C);
     for (int j = 0; j < blocks; ++j) {
       std::vector<float> dx_j(static_cast<size_t>(N) * widths[j], 0.0f), dw_j(widths[j], 0.0f), db_j(widths[j], 0.0f);
-      core::layernorm_backward_apply(ctx, dx_j.data(), dw_j.data(), db_j.data(), dy[j].data(), x[j].data(),
-                                     wt[j].data(), mean_split.data(), rstd_split.data(), sum_g.data(), sum_gx.data(), N,
-                                     widths[j], C);
+      core::layernorm_backward_apply(ctx, {.dinp = dx_j.data(), .dweight = dw_j.data(), .dbias = db_j.data()},
+                                     dy[j].data(), x[j].data(), wt[j].data(), mean_split.data(), rstd_split.data(),
+                                     sum_g.data(), sum_gx.data(), N, widths[j], C);
       put_column_block(dinp_split, dx_j, N, C, c0[j], widths[j]);
       put_column_block(dweight_split, dw_j, 1, C, c0[j], widths[j]);
       put_column_block(dbias_split, db_j, 1, C, c0[j], widths[j]);

@@ -127,12 +127,13 @@ void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx,
   }
 }
 
-void layernorm_backward_apply(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
-                              const float* inp, const float* weight, const float* mean, const float* rstd,
-                              const float* sum_g, const float* sum_gx, int N, int C, int C_total) {
-  OPTIMUS_DISPATCH(ctx, backward_apply_cost(dinp != nullptr, dweight != nullptr, dbias != nullptr, N, C),
-                   cuda::layernorm_backward_apply(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, sum_g,
-                                                  sum_gx, N, C, C_total));
+void layernorm_backward_apply(const Context& ctx, const LayerGrads& add_to, const float* dout, const float* inp,
+                              const float* weight, const float* mean, const float* rstd, const float* sum_g,
+                              const float* sum_gx, int N, int C, int C_total) {
+  float *dinp = add_to.dinp, *dweight = add_to.dweight, *dbias = add_to.dbias;
+  OPTIMUS_DISPATCH(
+      ctx, backward_apply_cost(dinp != nullptr, dweight != nullptr, dbias != nullptr, N, C),
+      cuda::layernorm_backward_apply(ctx, add_to, dout, inp, weight, mean, rstd, sum_g, sum_gx, N, C, C_total));
   if (dinp != nullptr) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; ++n) {
@@ -189,7 +190,7 @@ void layernorm_backward(const Context& ctx, const LayerGrads& add_to, const floa
   const OpStopwatch stopwatch =
       record_op(ctx, backward_partial_cost(N, C) +
                          backward_apply_cost(dinp != nullptr, dweight != nullptr, dbias != nullptr, N, C));
-  OPTIMUS_DISPATCH_CUDA(ctx, cuda::layernorm_backward(ctx, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C));
+  OPTIMUS_DISPATCH_CUDA(ctx, cuda::layernorm_backward(ctx, add_to, dout, inp, weight, mean, rstd, N, C));
   // The pieces on the CPU, unrecorded (the cost is recorded above). On meta the scratch is recorded
   // as on the CPU and the pieces return at once.
   const Context pieces = unrecorded(ctx);
@@ -197,7 +198,7 @@ void layernorm_backward(const Context& ctx, const LayerGrads& add_to, const floa
   float* sum_g = sums.data();
   float* sum_gx = sums.data() + N;
   layernorm_backward_partial(pieces, sum_g, sum_gx, dout, inp, weight, mean, rstd, N, C);
-  layernorm_backward_apply(pieces, dinp, dweight, dbias, dout, inp, weight, mean, rstd, sum_g, sum_gx, N, C, C);
+  layernorm_backward_apply(pieces, add_to, dout, inp, weight, mean, rstd, sum_g, sum_gx, N, C, C);
 }
 
 }  // namespace optimus::core

@@ -29,11 +29,11 @@ void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rst
                          float eps);
 void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx, const float* dout, const float* inp,
                                 const float* weight, const float* mean, const float* rstd, int N, int C);
-void layernorm_backward_apply(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
-                              const float* inp, const float* weight, const float* mean, const float* rstd,
-                              const float* sum_g, const float* sum_gx, int N, int C, int C_total);
-void layernorm_backward(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
-                        const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C);
+void layernorm_backward_apply(const Context& ctx, const LayerGrads& add_to, const float* dout, const float* inp,
+                              const float* weight, const float* mean, const float* rstd, const float* sum_g,
+                              const float* sum_gx, int N, int C, int C_total);
+void layernorm_backward(const Context& ctx, const LayerGrads& add_to, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C);
 
 // ---- elementwise.cu ----------------------------------------------------------------------------
 void gelu_forward(const Context& ctx, float* out, const float* inp, int64_t n);

@@ -178,24 +178,24 @@ void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx,
   OPTIMUS_CUDA_LAUNCH_CHECK();
 }
 
-void layernorm_backward_apply(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
-                              const float* inp, const float* weight, const float* mean, const float* rstd,
-                              const float* sum_g, const float* sum_gx, int N, int C, int C_total) {
-  if (dinp != nullptr && N > 0) {
-    backward_apply_kernel<<<N, kBlock, 0, stream_of(ctx)>>>(dinp, dout, inp, weight, mean, rstd, sum_g, sum_gx, C,
-                                                            C_total);
+void layernorm_backward_apply(const Context& ctx, const LayerGrads& add_to, const float* dout, const float* inp,
+                              const float* weight, const float* mean, const float* rstd, const float* sum_g,
+                              const float* sum_gx, int N, int C, int C_total) {
+  if (add_to.dinp != nullptr && N > 0) {
+    backward_apply_kernel<<<N, kBlock, 0, stream_of(ctx)>>>(add_to.dinp, dout, inp, weight, mean, rstd, sum_g, sum_gx,
+                                                            C, C_total);
     OPTIMUS_CUDA_LAUNCH_CHECK();
   }
-  launch_param_grads(ctx, dweight, dbias, dout, inp, mean, rstd, N, C);
+  launch_param_grads(ctx, add_to.dweight, add_to.dbias, dout, inp, mean, rstd, N, C);
 }
 
-void layernorm_backward(const Context& ctx, float* dinp, float* dweight, float* dbias, const float* dout,
-                        const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C) {
-  if (dinp != nullptr && N > 0) {
-    backward_fused_kernel<<<N, kBlock, 0, stream_of(ctx)>>>(dinp, dout, inp, weight, mean, rstd, C);
+void layernorm_backward(const Context& ctx, const LayerGrads& add_to, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C) {
+  if (add_to.dinp != nullptr && N > 0) {
+    backward_fused_kernel<<<N, kBlock, 0, stream_of(ctx)>>>(add_to.dinp, dout, inp, weight, mean, rstd, C);
     OPTIMUS_CUDA_LAUNCH_CHECK();
   }
-  launch_param_grads(ctx, dweight, dbias, dout, inp, mean, rstd, N, C);
+  launch_param_grads(ctx, add_to.dweight, add_to.dbias, dout, inp, mean, rstd, N, C);
 }
 
 }  // namespace optimus::core::cuda
