@@ -54,7 +54,6 @@ class MemoryLedger {
   size_t peak_total() const { return peak_total_; }
 
   size_t budget() const { return budget_; }
-  void set_budget(size_t bytes) { budget_ = bytes; }
   /// Forgets the peaks (sets them to the current values), e.g. after initialisation.
   void reset_peaks();
   /// Counts each 4-byte element of category `c` as `bytes` bytes in allocations and releases from
