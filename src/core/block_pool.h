@@ -23,9 +23,9 @@ namespace optimus::core {
 class BlockPool {
  public:
   BlockPool() = default;
-  /// Blocks are never shared: a copy (of a ledger, a snapshot of its numbers) starts empty.
-  BlockPool(const BlockPool&) {}
-  BlockPool& operator=(const BlockPool&) { return *this; }
+  /// Not copyable: a block has one owner.
+  BlockPool(const BlockPool&) = delete;
+  BlockPool& operator=(const BlockPool&) = delete;
   /// Frees the free blocks; blocks still in use are the Buffers' (they must not outlive the pool).
   ~BlockPool() { release_cached(); }
 

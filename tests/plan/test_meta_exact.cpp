@@ -52,7 +52,7 @@ struct Ledgers {
 };
 
 // Each comparison reports its first difference on this rank.
-bool same_memory(const core::MemoryLedger& meta, const core::MemoryLedger& cpu, const char* when) {
+bool same_memory(const core::MemorySnapshot& meta, const core::MemorySnapshot& cpu, const char* when) {
   for (int c = 0; c < core::kMemoryCategoryCount; ++c) {
     const auto category = static_cast<core::MemoryCategory>(c);
     if (meta.current(category) != cpu.current(category) || meta.peak(category) != cpu.peak(category)) {
@@ -136,7 +136,7 @@ void require_meta_equals_cpu(const std::string& layout, const model::GPTConfig& 
   MPI_REQUIRE((P == 1 || cpu.comm.calls() > 0));
   MPI_REQUIRE(on_cpu.after_step.current_total() > 0);
   MPI_REQUIRE(same_memory(on_meta.after_step, on_cpu.after_step, "after the step"));
-  MPI_REQUIRE(same_memory(meta.memory, cpu.memory, "after release"));
+  MPI_REQUIRE(same_memory(meta.memory.snapshot(), cpu.memory.snapshot(), "after release"));
   MPI_REQUIRE(same_comm(meta.comm, cpu.comm));
   MPI_REQUIRE(same_ops(meta.ops, cpu.ops));
   print_totals(layout + " on " + std::to_string(P) + " rank" + (P == 1 ? "" : "s") + ", " + shape, cpu);

@@ -1,4 +1,6 @@
 // The memory ledger's accounting: current and peak bytes per category, and the budget.
+#include <type_traits>
+
 #include <catch2/catch.hpp>
 
 #include "core/memory_ledger.h"
@@ -139,19 +141,24 @@ TEST_CASE("release_cached returns the free blocks to the system and keeps those 
   CHECK(ledger.system_allocations() == 3);
 }
 
-TEST_CASE("a copy of a ledger has its numbers but none of its blocks, and meta or empty buffers use none",
+TEST_CASE("a snapshot of a ledger keeps its numbers as they were, and meta or empty buffers use no block",
           "[ledger][pool]") {
+  static_assert(!std::is_copy_constructible_v<MemoryLedger> && !std::is_copy_assignable_v<MemoryLedger>,
+                "a ledger's Buffers point to it and its pool owns their blocks");
   MemoryLedger ledger;
   { Buffer gone(ledger, MemoryCategory::workspace, {16}); }
   Buffer held(ledger, MemoryCategory::parameters, {16});
-  const MemoryLedger copy = ledger;
-  CHECK(copy.current_total() == 64);
-  CHECK(copy.peak_total() == 64);
-  CHECK(copy.system_allocations() == 0);
-  CHECK(copy.reserved_bytes() == 0);
+  const optimus::core::MemorySnapshot snapshot = ledger.snapshot();
+  { Buffer later(ledger, MemoryCategory::workspace, {1024}); }  // the ledger moves on, the snapshot does not
+  CHECK(snapshot.current_total() == 64);
+  CHECK(snapshot.peak_total() == 64);
+  CHECK(snapshot.current(MemoryCategory::parameters) == 64);
+  CHECK(snapshot.peak(MemoryCategory::workspace) == 64);
+  CHECK(ledger.peak_total() == 64 + 4096);
+  CHECK(ledger.system_allocations() == 2);
   Buffer empty(ledger, MemoryCategory::workspace, {0});
   Buffer meta(ledger, MemoryCategory::activations, {1 << 20}, optimus::core::Device::meta);
-  CHECK(ledger.system_allocations() == 1);
+  CHECK(ledger.system_allocations() == 2);
   CHECK(ledger.current(MemoryCategory::activations) == 4 << 20);  // recorded as before
-  CHECK(ledger.reserved_bytes() == 64);
+  CHECK(ledger.reserved_bytes() == 64 + 4096);
 }
