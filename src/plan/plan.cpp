@@ -44,7 +44,9 @@ StepResult run_on_meta(const PlanOptions& o, int rank, int B, core::MemoryLedger
   auto world = meta_world(o.layout, o.ranks, rank, comm, o.data_parallel);
   const train::DataParallel dp(*world, o.data_parallel);
   if (o.data_parallel > 1) step.data_parallel = &dp;
-  return run(o.layout, o.config, core::meta_context(memory, &ops), *dp.model, step, tokens.data(), tokens.data());
+  // Per-thread CPU scratch for the threads per rank planned for, whatever this machine has.
+  return run(o.layout, o.config, core::meta_context(memory, &ops, o.threads), *dp.model, step, tokens.data(),
+             tokens.data());
 }
 
 RankLedgers run_rank(const PlanOptions& o, int rank) {

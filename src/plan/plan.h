@@ -25,7 +25,7 @@ struct PlanOptions {
   bool json = false;              // one JSON object instead of tables
   std::string hardware;           // a profile's name or path; empty: no time model
   int ranks_per_node = 0;         // 0: the profile's devices_per_node
-  int threads = 1;                // CPU threads per rank (time model)
+  int threads = 1;                // CPU threads per rank (time model; the meta run's per-thread scratch)
   bool overlap = false;           // SUMMA's communication overlapped with its products, data parallelism's
                                   // gradient all-reduce with the backward pass (time model)
   model::StageOptions memory;     // recomputation, sequence parallelism (chapter 5)

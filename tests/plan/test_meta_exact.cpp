@@ -6,6 +6,8 @@
 // mpiexec -np P with the layout's tag: [serial] at 1, [tp1d] at 2 and 4, [tp2d] at 4 and 9.
 #include <catch2/catch.hpp>
 
+#include <omp.h>
+
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -126,8 +128,8 @@ void require_meta_equals_cpu(const std::string& layout, const model::GPTConfig& 
   }
   {
     auto world = plan::meta_world(layout, P, rank, meta.comm);
-    on_meta = plan::run_training_step(layout, config, core::meta_context(meta.memory, &meta.ops), *world, options,
-                                      inputs.data(), targets.data());
+    on_meta = plan::run_training_step(layout, config, core::meta_context(meta.memory, &meta.ops, omp_get_max_threads()),
+                                      *world, options, inputs.data(), targets.data());
   }
 
   MPI_REQUIRE((std::isfinite(on_cpu.loss) && std::isfinite(on_cpu.norm)));
