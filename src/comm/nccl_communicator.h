@@ -48,7 +48,6 @@ class NcclCommunicator final : public Communicator {
   /// frees the MPI duplicate.
   ~NcclCommunicator() override;
 
-  ncclComm_t nccl_comm() const { return nccl_; }
   const core::Context& context() const { return ctx_; }
 
  protected:

@@ -1,5 +1,6 @@
 // The block cache behind Buffers: host blocks from aligned_alloc, GPU blocks from
-// core/cuda/device.cu (no_cuda.cpp in a build without the CUDA backend), zero-filled on every take.
+// core/cuda/device.cu (no_cuda.cpp in a build without the CUDA backend); a host block zero-filled
+// when asked, a GPU block on every take (block_pool.h says why).
 #include "core/block_pool.h"
 
 #include <cstdlib>
@@ -10,16 +11,16 @@
 
 namespace optimus::core {
 
-void* BlockPool::take(int gpu, size_t bytes) {
+void* BlockPool::take(int gpu, size_t bytes, Fill fill) {
   auto it = free_.find(Key(gpu, bytes));
   if (it != free_.end() && !it->second.empty()) {
     void* block = it->second.back();
     it->second.pop_back();
     cached_bytes_ -= bytes;
-    if (gpu < 0) {
-      std::memset(block, 0, bytes);
-    } else {
+    if (gpu >= 0) {
       device_zero(block, bytes);
+    } else if (fill == Fill::zero) {
+      std::memset(block, 0, bytes);
     }
     return block;
   }
@@ -28,7 +29,7 @@ void* BlockPool::take(int gpu, size_t bytes) {
     // 64-byte alignment for vector loads; aligned_alloc needs a multiple of the alignment.
     block = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (block == nullptr) throw std::bad_alloc();
-    std::memset(block, 0, bytes);
+    if (fill == Fill::zero) std::memset(block, 0, bytes);
   } else {
     block = device_alloc_zeroed(bytes);
   }

@@ -1,9 +1,9 @@
 // The cache of memory blocks behind Buffers, one per MemoryLedger: a released Buffer gives its
 // block back here, and the next Buffer of exactly that many bytes on the same memory takes it
-// again, zero-filled, instead of asking the system. A training step allocates the same sizes every
-// step, so after the first step it asks the system for nothing. The ledger's logical record (what
-// Buffers hold) is unchanged by the cache; the cache adds what the system has lent: reserved bytes,
-// the blocks in use plus the free ones it keeps (cached bytes), like PyTorch's caching allocator.
+// again instead of asking the system (zero-filled when that Buffer asks for it). A training step allocates the same
+// sizes every step, so after the first step it asks the system for nothing. The ledger's logical record (what Buffers
+// hold) is unchanged by the cache; the cache adds what the system has lent: reserved bytes, the blocks in use plus the
+// free ones it keeps (cached bytes), like PyTorch's caching allocator.
 #pragma once
 
 #include <cstddef>
@@ -14,25 +14,32 @@
 
 namespace optimus::core {
 
+/// What a block's numbers are when it is taken: whatever it held (its user writes before it reads),
+/// or zero.
+enum class Fill { none, zero };
+
 /// Blocks of host memory (gpu = -1) or of GPU `gpu`'s memory, kept free by exact size.
 /// Not thread-safe (neither is the ledger): Buffers are made and released by the stage's thread.
-/// A GPU block is given back without waiting for the GPU: the zero fill of its next take is a
-/// cudaMemset on the legacy default stream, which waits for all work queued before it on the
-/// device's blocking streams (a context's stream is one). Work on a non-blocking stream (NCCL's
-/// communication stream) must have been waited for (comm::Request::wait) before its Buffer goes.
+/// A host block is zero-filled only when asked. A GPU block is given back without waiting for the
+/// GPU, so every take of one zero-fills it, asked or not: that fill is a cudaMemset on the legacy
+/// default stream, which waits for all work queued before it on the device's blocking streams (a
+/// context's stream is one), so the block's next user cannot overtake its last. Work on a
+/// non-blocking stream (NCCL's communication stream) must have been waited for
+/// (comm::Request::wait) before its Buffer goes.
 class BlockPool {
  public:
   BlockPool() = default;
-  /// Blocks are never shared: a copy (of a ledger, a snapshot of its numbers) starts empty.
-  BlockPool(const BlockPool&) {}
-  BlockPool& operator=(const BlockPool&) { return *this; }
+  /// Not copyable: a block has one owner.
+  BlockPool(const BlockPool&) = delete;
+  BlockPool& operator=(const BlockPool&) = delete;
   /// Frees the free blocks; blocks still in use are the Buffers' (they must not outlive the pool).
   ~BlockPool() { release_cached(); }
 
-  /// A zero-filled block of `bytes` (> 0) bytes, 64-byte aligned on the host: a free one of that
-  /// size and place if the pool has one, else a new one from the system (aligned_alloc, or cudaMalloc
-  /// on the current GPU). Throws std::bad_alloc or std::runtime_error when the system has none.
-  void* take(int gpu, size_t bytes);
+  /// A block of `bytes` (> 0) bytes, 64-byte aligned on the host: a free one of that size and place
+  /// if the pool has one, else a new one from the system (aligned_alloc, or cudaMalloc on the current
+  /// GPU); zero-filled if `fill` asks (a GPU block always, see above). Throws std::bad_alloc or
+  /// std::runtime_error when the system has none.
+  void* take(int gpu, size_t bytes, Fill fill);
   /// Keeps a block from take() (same gpu and bytes) for the next take of its size.
   void give_back(void* block, int gpu, size_t bytes) noexcept;
   /// Returns the free blocks to the system; those in use stay where they are.

@@ -3,7 +3,11 @@
 // meta context nothing moves, and the host side of a copy to the host becomes NaN.
 #include "core/context.h"
 
+#include <omp.h>
+
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
@@ -18,12 +22,20 @@ Context cpu_context(MemoryLedger& ledger, OpLedger* ops) {
   return ctx;
 }
 
-Context meta_context(MemoryLedger& ledger, OpLedger* ops) {
+Context meta_context(MemoryLedger& ledger, OpLedger* ops, int threads) {
+  if (threads < 1) {
+    throw std::invalid_argument("meta_context: threads is " + std::to_string(threads) + ", must be 1 or more");
+  }
   Context ctx;
   ctx.device = Device::meta;
   ctx.ledger = &ledger;
   ctx.ops = ops;
+  ctx.meta_threads = threads;
   return ctx;
+}
+
+int scratch_threads(const Context& ctx) {
+  return ctx.device == Device::meta ? ctx.meta_threads : omp_get_max_threads();
 }
 
 void copy_bytes_to_device(const Context& ctx, void* device_dst, const void* host_src, size_t bytes) {

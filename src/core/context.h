@@ -31,6 +31,9 @@ struct Context {
   int cuda_device = -1;           // the GPU's index when device == cuda
   void* cuda_stream = nullptr;    // cudaStream_t when device == cuda
   void* cublas_handle = nullptr;  // cublasHandle_t when device == cuda
+  /// On meta: the CPU threads of the device planned for. A CPU op's per-thread scratch (attention's
+  /// dropout slots) is recorded for this many threads, not for the planning machine's OpenMP count.
+  int meta_threads = 1;
   /// Owns cuda_stream and cublas_handle: they are destroyed with the last copy of the context.
   std::shared_ptr<const CudaResources> cuda_resources;
 };
@@ -44,7 +47,13 @@ Context cpu_context(MemoryLedger& ledger = MemoryLedger::host(), OpLedger* ops =
 /// record their cost in `ops` (when given) and compute nothing. Values that reach the host are NaN:
 /// core::sum and core::sum_squares give NaN, and a copy to the host fills it with bytes 0xFF (a
 /// float or double NaN, an int -1). A meta run says it has no value rather than inventing one.
-Context meta_context(MemoryLedger& ledger, OpLedger* ops = nullptr);
+/// Scratch that a CPU op holds per OpenMP thread is recorded for `threads` threads (the device
+/// planned for; 1, the least, unless told), so a plan is the same on every planning machine.
+Context meta_context(MemoryLedger& ledger, OpLedger* ops = nullptr, int threads = 1);
+
+/// The threads a CPU op's per-thread scratch is sized for: the context's meta_threads on meta,
+/// OpenMP's thread count (omp_get_max_threads) otherwise.
+int scratch_threads(const Context& ctx);
 
 /// How a CUDA context runs its matrix products.
 struct CudaOptions {

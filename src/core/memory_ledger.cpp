@@ -24,31 +24,34 @@ static std::string mib(size_t bytes) {
 
 void MemoryLedger::allocate(MemoryCategory c, size_t bytes) {
   bytes = counted(c, bytes);
-  if (budget_ != 0 && current_total_ + bytes > budget_) {
+  MemorySnapshot& n = numbers_;
+  if (budget_ != 0 && n.current_total_bytes + bytes > budget_) {
     throw MemoryBudgetExceeded("memory budget exceeded: allocating " + mib(bytes) + " of " + memory_category_name(c) +
-                               " would bring this rank to " + mib(current_total_ + bytes) + ", over its budget of " +
-                               mib(budget_) + "; use a smaller batch or model, more ranks, or a larger budget");
+                               " would bring this rank to " + mib(n.current_total_bytes + bytes) +
+                               ", over its budget of " + mib(budget_) +
+                               "; use a smaller batch or model, more ranks, or a larger budget");
   }
-  current_[index(c)] += bytes;
-  current_total_ += bytes;
-  if (current_[index(c)] > peak_[index(c)]) peak_[index(c)] = current_[index(c)];
-  if (current_total_ > peak_total_) peak_total_ = current_total_;
+  size_t& current = n.current_bytes[index(c)];
+  current += bytes;
+  n.current_total_bytes += bytes;
+  if (current > n.peak_bytes[index(c)]) n.peak_bytes[index(c)] = current;
+  if (n.current_total_bytes > n.peak_total_bytes) n.peak_total_bytes = n.current_total_bytes;
 }
 
 void MemoryLedger::release(MemoryCategory c, size_t bytes) {
   bytes = counted(c, bytes);
-  if (bytes > current_[index(c)]) {
+  size_t& current = numbers_.current_bytes[index(c)];
+  if (bytes > current) {
     throw std::logic_error(std::string("memory ledger: releasing ") + std::to_string(bytes) + " bytes of " +
-                           memory_category_name(c) + " but only " + std::to_string(current_[index(c)]) +
-                           " are recorded");
+                           memory_category_name(c) + " but only " + std::to_string(current) + " are recorded");
   }
-  current_[index(c)] -= bytes;
-  current_total_ -= bytes;
+  current -= bytes;
+  numbers_.current_total_bytes -= bytes;
 }
 
 void MemoryLedger::reset_peaks() {
-  peak_ = current_;
-  peak_total_ = current_total_;
+  numbers_.peak_bytes = numbers_.current_bytes;
+  numbers_.peak_total_bytes = numbers_.current_total_bytes;
 }
 
 std::string MemoryLedger::report() const {
@@ -61,8 +64,8 @@ std::string MemoryLedger::report() const {
     out << line;
   }
   char line[128];
-  std::snprintf(line, sizeof line, "%-14s current %12s  peak %12s\n", "total", mib(current_total_).c_str(),
-                mib(peak_total_).c_str());
+  std::snprintf(line, sizeof line, "%-14s current %12s  peak %12s\n", "total", mib(current_total()).c_str(),
+                mib(peak_total()).c_str());
   out << line;
   return out.str();
 }

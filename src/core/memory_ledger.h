@@ -32,29 +32,46 @@ struct MemoryBudgetExceeded : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Copying a ledger copies its logical record (a snapshot); the pool, its blocks and its counts,
-/// stays with the original, and the copy's starts empty. A ledger must outlive its Buffers. Its
-/// destructor frees the pool's blocks, so a ledger holding GPU blocks must go while the CUDA
-/// runtime lives: a ledger local to a function or a test does, and train::device_ledger(), a
-/// static, is made after the runtime has started, so that it goes before the runtime at exit.
+/// A ledger's numbers at one moment (MemoryLedger::snapshot): current and peak bytes per category
+/// and of the total. Plain numbers, copied freely, read as the ledger is read.
+struct MemorySnapshot {
+  std::array<size_t, kMemoryCategoryCount> current_bytes{};  // by category
+  std::array<size_t, kMemoryCategoryCount> peak_bytes{};     // by category
+  size_t current_total_bytes = 0;
+  size_t peak_total_bytes = 0;  // the peak of the total, not the sum of the categories' peaks
+
+  size_t current(MemoryCategory c) const { return current_bytes[static_cast<int>(c)]; }
+  size_t peak(MemoryCategory c) const { return peak_bytes[static_cast<int>(c)]; }
+  size_t current_total() const { return current_total_bytes; }
+  size_t peak_total() const { return peak_total_bytes; }
+};
+
+/// Not copyable: its Buffers point to it and its pool owns their blocks; snapshot() gives its
+/// numbers. A ledger must outlive its Buffers. Its destructor frees the pool's blocks, so a ledger
+/// holding GPU blocks must go while the CUDA runtime lives: a ledger local to a function or a test
+/// does, and train::device_ledger(), a static, is made after the runtime has started, so that it
+/// goes before the runtime at exit.
 class MemoryLedger {
  public:
   /// budget_bytes = 0 means no budget.
   explicit MemoryLedger(size_t budget_bytes = 0) : budget_(budget_bytes) {}
+  MemoryLedger(const MemoryLedger&) = delete;
+  MemoryLedger& operator=(const MemoryLedger&) = delete;
 
   /// Records an allocation; throws MemoryBudgetExceeded (and records nothing) past the budget.
   void allocate(MemoryCategory c, size_t bytes);
   /// Records a release; throws std::logic_error if more is released than was allocated.
   void release(MemoryCategory c, size_t bytes);
 
-  size_t current(MemoryCategory c) const { return current_[index(c)]; }
-  size_t peak(MemoryCategory c) const { return peak_[index(c)]; }
-  size_t current_total() const { return current_total_; }
+  size_t current(MemoryCategory c) const { return numbers_.current(c); }
+  size_t peak(MemoryCategory c) const { return numbers_.peak(c); }
+  size_t current_total() const { return numbers_.current_total(); }
   /// The peak of the total (not the sum of per-category peaks, which may occur at different times).
-  size_t peak_total() const { return peak_total_; }
+  size_t peak_total() const { return numbers_.peak_total(); }
+  /// The numbers above as they stand now, to keep after the ledger has moved on (or gone).
+  MemorySnapshot snapshot() const { return numbers_; }
 
   size_t budget() const { return budget_; }
-  void set_budget(size_t bytes) { budget_ = bytes; }
   /// Forgets the peaks (sets them to the current values), e.g. after initialisation.
   void reset_peaks();
   /// Counts each 4-byte element of category `c` as `bytes` bytes in allocations and releases from
@@ -89,10 +106,7 @@ class MemoryLedger {
 
   size_t budget_ = 0;
   std::array<int, kMemoryCategoryCount> element_bytes_{4, 4, 4, 4, 4, 4};
-  std::array<size_t, kMemoryCategoryCount> current_{};
-  std::array<size_t, kMemoryCategoryCount> peak_{};
-  size_t current_total_ = 0;
-  size_t peak_total_ = 0;
+  MemorySnapshot numbers_;  // current and peak bytes
   BlockPool pool_;
 };
 

@@ -37,7 +37,7 @@ struct LayerGrads {
 /// its own. The op adds into it, so `gelu_backward(ctx, zeroed(ctx, d_fch), ...)` leaves exactly
 /// that op's gradient in d_fch. (Parameter gradients collect from several ops and layers; they
 /// are zeroed once a step, by ParamSet::zero_grads.)
-float* zeroed(const Context& ctx, const Buffer& b);
+float* zeroed(const Context& ctx, Buffer& b);
 
 // ---- matrix products (OpenBLAS on the CPU, cuBLAS on the GPU) ---------------------------------
 

@@ -33,7 +33,7 @@ std::string Shape::str() const {
   return s.str();
 }
 
-Buffer::Buffer(MemoryLedger& ledger, MemoryCategory category, Shape shape, Device device)
+Buffer::Buffer(MemoryLedger& ledger, MemoryCategory category, Shape shape, Device device, Fill fill)
     : shape_(std::move(shape)), device_(device), ledger_(&ledger), category_(category) {
   for (int64_t d : shape_.dims) {
     if (d < 0) throw std::invalid_argument("Buffer: negative dimension in shape " + shape_.str());
@@ -47,7 +47,7 @@ Buffer::Buffer(MemoryLedger& ledger, MemoryCategory category, Shape shape, Devic
     } else {
       // A block of exactly n bytes, kept by the ledger's pool when the last Buffer of its size went.
       gpu_ = device_ == Device::cuda ? device_current() : -1;
-      data_ = static_cast<float*>(ledger_->pool().take(gpu_, n));
+      data_ = static_cast<float*>(ledger_->pool().take(gpu_, n, fill));
     }
   } catch (...) {
     ledger_->release(category_, n);

@@ -3,10 +3,11 @@
 // (and its ledger entry) when destroyed. Its memory is a block of the ledger's pool, which keeps
 // released blocks by size for the next Buffer of that size (core/block_pool.h). Everything the
 // stages hold lives in Buffers (token ids in IntBuffers); ops take the raw pointers of Buffers. A
-// Buffer on Device::cuda lives in the current GPU's memory (cuda_context makes a GPU current),
-// zero-initialised like a CPU one. A Buffer on Device::meta is recorded like a CPU one but holds no
-// numbers: its data() is an address range no process may touch (core/meta/meta_memory.h), so
-// offsets into it work and any read or write faults at once.
+// new Buffer's numbers are zero only when it asks (Fill::zero): most are written before they are
+// read, and the pool fills no block they do not need filled. A Buffer on Device::cuda lives in the
+// current GPU's memory (cuda_context makes a GPU current). A Buffer on Device::meta is recorded like a CPU one but
+// holds no numbers: its data() is an address range no process may touch (core/meta/meta_memory.h), so offsets into it
+// work and any read or write faults at once.
 #pragma once
 
 #include <cstddef>
@@ -39,12 +40,14 @@ struct Shape {
 };
 
 /// An owning allocation of float32 numbers, recorded in a ledger under a category.
-/// Move-only; zero-initialised on the CPU and the GPU, a reused block too. Allocation past the
-/// ledger's budget throws.
+/// Move-only. Its numbers are zero with Fill::zero; with Fill::none they are whatever its block
+/// held (a GPU block is zero all the same: core/block_pool.h), so its first use must write them.
+/// Allocation past the ledger's budget throws.
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(MemoryLedger& ledger, MemoryCategory category, Shape shape, Device device = Device::cpu);
+  Buffer(MemoryLedger& ledger, MemoryCategory category, Shape shape, Device device = Device::cpu,
+         Fill fill = Fill::none);
   ~Buffer();
   Buffer(Buffer&& other) noexcept;
   Buffer& operator=(Buffer&& other) noexcept;
@@ -93,8 +96,9 @@ class BufferView {
 class IntBuffer {
  public:
   IntBuffer() = default;
-  IntBuffer(MemoryLedger& ledger, MemoryCategory category, Shape shape, Device device = Device::cpu)
-      : storage_(ledger, category, std::move(shape), device) {}
+  IntBuffer(MemoryLedger& ledger, MemoryCategory category, Shape shape, Device device = Device::cpu,
+            Fill fill = Fill::none)
+      : storage_(ledger, category, std::move(shape), device, fill) {}
 
   int* data() const { return reinterpret_cast<int*>(storage_.data()); }
   const Shape& shape() const { return storage_.shape(); }

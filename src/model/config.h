@@ -16,7 +16,6 @@ struct GPTConfig {
   float dropout = 0.0f;   // embedding, attention-probability and residual dropout
   float layer_norm_epsilon = 1e-5f;
 
-  int head_size() const { return n_embd / n_head; }
   int ffn() const { return 4 * n_embd; }  // F
 
   /// Throws core::ConfigError naming the first bad value and the fix.

@@ -20,7 +20,8 @@ ParamSet ParamSet::create(const GPTConfig& config, const core::Context& ctx,
     specs.push_back(spec_of(info));
     total += specs.back().local_shape().numel();
   }
-  set.grads = core::Buffer(*ctx.ledger, core::MemoryCategory::gradients, {total}, ctx.device);
+  // Zero, as after zero_grads: backward accumulates into it.
+  set.grads = core::Buffer(*ctx.ledger, core::MemoryCategory::gradients, {total}, ctx.device, core::Fill::zero);
   int64_t offset = 0;
   for (size_t k = 0; k < infos.size(); ++k) {
     const ParamInfo& info = infos[k];

@@ -25,9 +25,9 @@ namespace {
 
 struct RankLedgers {
   int rank = 0;
-  core::MemoryLedger memory;  // peaks of the whole step, model building included
-  core::MemoryLedger held;    // what is held after the update: current bytes
-  core::OpLedger ops;         // the step's, model building included
+  core::MemorySnapshot memory;  // peaks of the whole step, model building included
+  core::MemorySnapshot held;    // what is held after the update: current bytes
+  core::OpLedger ops;           // the step's, model building included
   comm::CommLedger comm;
   StepResult step, forward;  // the step alone, and a forward pass alone (their ops and collectives)
 };
@@ -43,13 +43,17 @@ StepResult run_on_meta(const PlanOptions& o, int rank, int B, core::MemoryLedger
   auto world = train::meta_world(o.layout, o.ranks, rank, comm, o.data_parallel);
   const train::DataParallel dp(*world, o.data_parallel);
   if (o.data_parallel > 1) step.data_parallel = &dp;
-  return run(o.layout, o.config, core::meta_context(memory, &ops), *dp.model, step, tokens.data(), tokens.data());
+  // Per-thread CPU scratch for the threads per rank planned for, whatever this machine has.
+  return run(o.layout, o.config, core::meta_context(memory, &ops, o.threads), *dp.model, step, tokens.data(),
+             tokens.data());
 }
 
 RankLedgers run_rank(const PlanOptions& o, int rank) {
   RankLedgers r;
   r.rank = rank;
-  r.step = run_on_meta(o, rank, o.batch, r.memory, r.ops, r.comm, &run_training_step);
+  core::MemoryLedger step_memory;
+  r.step = run_on_meta(o, rank, o.batch, step_memory, r.ops, r.comm, &run_training_step);
+  r.memory = step_memory.snapshot();
   r.held = r.step.after_step;
   if (!o.hardware.empty()) {
     core::MemoryLedger memory;

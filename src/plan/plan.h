@@ -26,7 +26,7 @@ struct PlanOptions {
   bool json = false;          // one JSON object instead of tables
   std::string hardware;       // a profile's name or path; empty: no time model
   int ranks_per_node = 0;     // 0: the profile's devices_per_node
-  int threads = 1;            // CPU threads per rank (time model)
+  int threads = 1;            // CPU threads per rank (time model; the meta run's per-thread scratch)
   model::StageOptions stage;  // recomputation, sequence parallelism (chapter 5), overlap (chapter 6: SUMMA's
                               // communication behind its products, data parallelism's gradient all-reduce
                               // behind the backward pass), placement (chapter 4)

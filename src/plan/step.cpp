@@ -21,7 +21,7 @@ Recording start_recording(const model::Model& gpt, comm::Communicator& world) {
 }
 
 void stop_recording(const model::Model& gpt, comm::Communicator& world, const Recording& before, StepResult& result) {
-  result.after_step = *gpt.context().ledger;
+  result.after_step = gpt.context().ledger->snapshot();
   if (gpt.context().ops != nullptr) result.ops = gpt.context().ops->since(before.ops);
   result.comm = world.ledger().since(before.comm);
 }

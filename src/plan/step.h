@@ -40,7 +40,7 @@ struct StepOptions {
 struct StepResult {
   float loss = 0.0f;
   float norm = 0.0f;
-  core::MemoryLedger after_step;
+  core::MemorySnapshot after_step;
   core::OpLedger ops;
   comm::CommLedger comm;
 };

@@ -20,7 +20,7 @@ float* Region::partial(const core::Context& ctx, float* dmine) {
   return sp_ ? core::zeroed(ctx, partial_) : dmine;
 }
 
-float* Region::zeroed_partial(const core::Context& ctx, const core::Buffer& dmine) {
+float* Region::zeroed_partial(const core::Context& ctx, core::Buffer& dmine) {
   return sp_ ? core::zeroed(ctx, partial_) : core::zeroed(ctx, dmine);
 }
 

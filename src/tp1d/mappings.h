@@ -45,7 +45,7 @@ class Region {
   /// or with sequence parallelism the partial-sum buffer, zeroed here.
   float* partial(const core::Context& ctx, float* dmine);
   /// The same, `dmine` zeroed here too.
-  float* zeroed_partial(const core::Context& ctx, const core::Buffer& dmine);
+  float* zeroed_partial(const core::Context& ctx, core::Buffer& dmine);
   /// f backward: dmine = my rows of the sum over ranks of `partial`: an all-reduce in place, or a
   /// reduce-scatter.
   void f_backward(float* dmine, const float* partial, int64_t N, int64_t C);

@@ -8,9 +8,9 @@ namespace optimus::train {
 
 AdamW::AdamW(const model::ParamSet& params, const core::Context& ctx, AdamWOptions options)
     : ctx_(ctx), options_(options) {
-  for (const auto& t : params.tensors) {
-    m_.emplace_back(*ctx.ledger, core::MemoryCategory::optimizer, t.spec.local_shape(), ctx.device);
-    v_.emplace_back(*ctx.ledger, core::MemoryCategory::optimizer, t.spec.local_shape(), ctx.device);
+  for (const auto& t : params.tensors) {  // the moments start at 0: the first update reads them
+    m_.emplace_back(*ctx.ledger, core::MemoryCategory::optimizer, t.spec.local_shape(), ctx.device, core::Fill::zero);
+    v_.emplace_back(*ctx.ledger, core::MemoryCategory::optimizer, t.spec.local_shape(), ctx.device, core::Fill::zero);
   }
 }
 

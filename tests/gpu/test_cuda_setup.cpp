@@ -51,11 +51,11 @@ TEST_CASE("sum on the CPU is the sequential double sum up to 2^14 elements, chun
 TEST_CASE("an IntBuffer holds token ids and is recorded in its ledger", "[setup]") {
   core::MemoryLedger ledger;
   {
-    core::IntBuffer ids(ledger, core::MemoryCategory::activations, {4, 8});
+    core::IntBuffer ids(ledger, core::MemoryCategory::activations, {4, 8}, core::Device::cpu, core::Fill::zero);
     CHECK(ids.numel() == 32);
     CHECK(ids.bytes() == 128);
     CHECK(ledger.current(core::MemoryCategory::activations) == 128);
-    CHECK(ids.data()[31] == 0);  // zero-initialised
+    CHECK(ids.data()[31] == 0);  // zero-initialised, as asked
     ids.data()[31] = 50256;
     CHECK(ids.data()[31] == 50256);
     core::IntBuffer moved = std::move(ids);

@@ -1,15 +1,28 @@
 // A program that ends through one of World's error exits, for the exit tests in CMakeLists.txt:
-// `mpi_exit_paths fail|abort|config-error|exception|config-error-on-one-rank|agree-on`. In the
-// one-rank cases the other ranks wait in a barrier, which would hang forever if the failing rank
-// left them there.
+// `mpi_exit_paths fail|abort|config-error|exception|config-error-on-one-rank|agree-on|
+// request-fails-in-unwinding`. In the one-rank cases the other ranks wait in a barrier, which would
+// hang forever if the failing rank left them there.
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
+#include "comm/communicator.h"
 #include "comm/grid.h"
 #include "comm/world.h"
 #include "core/errors.h"
 
 using optimus::comm::World;
+
+namespace {
+
+// A started collective whose completion fails, as a device error would surface in wait().
+class FailingPending : public optimus::comm::Pending {
+ public:
+  void wait() override { throw std::runtime_error("the transfer failed on rank 1"); }
+  bool test() override { return false; }
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
@@ -34,9 +47,19 @@ int main(int argc, char** argv) {
         if (world.rank() == 2) throw optimus::core::ConfigError("the file is missing on rank 2's node");
       });
       world.comm().barrier();
+    } else if (std::strcmp(mode, "request-fails-in-unwinding") == 0) {
+      // An exception unwinds past a Request still in flight whose wait fails: its destructor
+      // must report that failure and end the job, not throw a second exception (terminate, no
+      // message) nor swallow it (the peers may be waiting in the same collective).
+      if (world.rank() == 1) {
+        optimus::comm::Request in_flight(std::make_unique<FailingPending>());
+        throw std::runtime_error("thrown on rank 1 while a collective is in flight");
+      }
+      world.comm().barrier();
     } else {
       world.fail(std::string("unknown mode '") + mode +
-                 "'; use fail, abort, config-error, exception, config-error-on-one-rank or agree-on");
+                 "'; use fail, abort, config-error, exception, config-error-on-one-rank, agree-on or "
+                 "request-fails-in-unwinding");
     }
     return 0;  // not reached in the modes: each ends through fail or abort
   });

@@ -6,6 +6,8 @@
 // mpiexec -np P with the layout's tag: [serial] at 1, [tp1d] at 2 and 4, [tp2d] at 4 and 9.
 #include <catch2/catch.hpp>
 
+#include <omp.h>
+
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -52,7 +54,7 @@ struct Ledgers {
 };
 
 // Each comparison reports its first difference on this rank.
-bool same_memory(const core::MemoryLedger& meta, const core::MemoryLedger& cpu, const char* when) {
+bool same_memory(const core::MemorySnapshot& meta, const core::MemorySnapshot& cpu, const char* when) {
   for (int c = 0; c < core::kMemoryCategoryCount; ++c) {
     const auto category = static_cast<core::MemoryCategory>(c);
     if (meta.current(category) != cpu.current(category) || meta.peak(category) != cpu.peak(category)) {
@@ -126,7 +128,7 @@ void require_meta_equals_cpu(const std::string& layout, const model::GPTConfig& 
   }
   {
     auto world = train::meta_world(train::parse_layout(layout), P, rank, meta.comm);
-    on_meta = plan::run_training_step(train::parse_layout(layout), config, core::meta_context(meta.memory, &meta.ops),
+    on_meta = plan::run_training_step(train::parse_layout(layout), config, core::meta_context(meta.memory, &meta.ops, omp_get_max_threads()),
                                       *world, options, inputs.data(), targets.data());
   }
 
@@ -136,7 +138,7 @@ void require_meta_equals_cpu(const std::string& layout, const model::GPTConfig& 
   MPI_REQUIRE((P == 1 || cpu.comm.calls() > 0));
   MPI_REQUIRE(on_cpu.after_step.current_total() > 0);
   MPI_REQUIRE(same_memory(on_meta.after_step, on_cpu.after_step, "after the step"));
-  MPI_REQUIRE(same_memory(meta.memory, cpu.memory, "after release"));
+  MPI_REQUIRE(same_memory(meta.memory.snapshot(), cpu.memory.snapshot(), "after release"));
   MPI_REQUIRE(same_comm(meta.comm, cpu.comm));
   MPI_REQUIRE(same_ops(meta.ops, cpu.ops));
   print_totals(layout + " on " + std::to_string(P) + " rank" + (P == 1 ? "" : "s") + ", " + shape, cpu);

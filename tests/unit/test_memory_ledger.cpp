@@ -1,10 +1,14 @@
 // The memory ledger's accounting: current and peak bytes per category, and the budget.
+#include <type_traits>
+
 #include <catch2/catch.hpp>
 
 #include "core/memory_ledger.h"
 #include "core/tensor.h"
 
 using optimus::core::Buffer;
+using optimus::core::Device;
+using optimus::core::Fill;
 using optimus::core::MemoryBudgetExceeded;
 using optimus::core::MemoryCategory;
 using optimus::core::MemoryLedger;
@@ -54,11 +58,11 @@ TEST_CASE("an allocation past the budget fails with a clear error and records no
 TEST_CASE("buffers record their bytes while alive and release them when destroyed or moved from", "[ledger]") {
   MemoryLedger ledger;
   {
-    Buffer a(ledger, MemoryCategory::gradients, {8, 16});
+    Buffer a(ledger, MemoryCategory::gradients, {8, 16}, Device::cpu, Fill::zero);
     CHECK(a.numel() == 128);
     CHECK(a.bytes() == 512);
     CHECK(ledger.current(MemoryCategory::gradients) == 512);
-    for (int64_t k = 0; k < a.numel(); ++k) REQUIRE(a.data()[k] == 0.0f);  // zero-initialised
+    for (int64_t k = 0; k < a.numel(); ++k) REQUIRE(a.data()[k] == 0.0f);  // zero-initialised, as asked
     Buffer b = std::move(a);
     CHECK(ledger.current(MemoryCategory::gradients) == 512);  // moved, not copied
     Buffer c(ledger, MemoryCategory::gradients, {4});
@@ -79,9 +83,10 @@ TEST_CASE("ledger report names every category", "[ledger]") {
   CHECK(r.find("3.000 MiB") != std::string::npos);
 }
 
-// ---- the ledger's pool: blocks kept by exact size, reused zero-filled ----------------------------
+// ---- the ledger's pool: blocks kept by exact size, reused, zero-filled when asked -----------------
 
-TEST_CASE("a released buffer's block is reused by the next buffer of its size, zero-filled", "[ledger][pool]") {
+TEST_CASE("a released buffer's block is reused by the next buffer of its size, zero-filled when it asks",
+          "[ledger][pool]") {
   MemoryLedger ledger;
   float* first = nullptr;
   {
@@ -94,11 +99,17 @@ TEST_CASE("a released buffer's block is reused by the next buffer of its size, z
   }
   CHECK(ledger.cached_bytes() == 256);  // kept, not freed
   CHECK(ledger.reserved_bytes() == 256);
-  Buffer b(ledger, MemoryCategory::activations, {8, 8});  // the same 256 bytes, another shape and category
-  CHECK(b.data() == first);
-  CHECK(ledger.system_allocations() == 1);
-  CHECK(ledger.cached_bytes() == 0);
-  for (int64_t k = 0; k < b.numel(); ++k) REQUIRE(b.data()[k] == 0.0f);  // zero again
+  {
+    Buffer b(ledger, MemoryCategory::activations, {8, 8});  // the same 256 bytes, another shape and category
+    CHECK(b.data() == first);
+    CHECK(ledger.system_allocations() == 1);
+    CHECK(ledger.cached_bytes() == 0);
+    for (int64_t k = 0; k < b.numel(); ++k) REQUIRE(b.data()[k] == 3.0f);  // not filled: nobody asked
+    for (int64_t k = 0; k < b.numel(); ++k) b.data()[k] = 5.0f;
+  }
+  Buffer z(ledger, MemoryCategory::gradients, {64}, Device::cpu, Fill::zero);
+  CHECK(z.data() == first);
+  for (int64_t k = 0; k < z.numel(); ++k) REQUIRE(z.data()[k] == 0.0f);  // zero again, as asked
   Buffer c(ledger, MemoryCategory::workspace, {65});                     // another size: a block of its own
   CHECK(c.data() != first);
   CHECK(ledger.system_allocations() == 2);
@@ -127,7 +138,7 @@ TEST_CASE("the pool leaves the ledger's logical record, its peaks and its budget
 
 TEST_CASE("release_cached returns the free blocks to the system and keeps those in use", "[ledger][pool]") {
   MemoryLedger ledger;
-  Buffer kept(ledger, MemoryCategory::parameters, {100});
+  Buffer kept(ledger, MemoryCategory::parameters, {100}, Device::cpu, Fill::zero);
   { Buffer gone(ledger, MemoryCategory::workspace, {200}); }
   CHECK(ledger.cached_bytes() == 800);
   CHECK(ledger.reserved_bytes() == 1200);
@@ -139,19 +150,24 @@ TEST_CASE("release_cached returns the free blocks to the system and keeps those 
   CHECK(ledger.system_allocations() == 3);
 }
 
-TEST_CASE("a copy of a ledger has its numbers but none of its blocks, and meta or empty buffers use none",
+TEST_CASE("a snapshot of a ledger keeps its numbers as they were, and meta or empty buffers use no block",
           "[ledger][pool]") {
+  static_assert(!std::is_copy_constructible_v<MemoryLedger> && !std::is_copy_assignable_v<MemoryLedger>,
+                "a ledger's Buffers point to it and its pool owns their blocks");
   MemoryLedger ledger;
   { Buffer gone(ledger, MemoryCategory::workspace, {16}); }
   Buffer held(ledger, MemoryCategory::parameters, {16});
-  const MemoryLedger copy = ledger;
-  CHECK(copy.current_total() == 64);
-  CHECK(copy.peak_total() == 64);
-  CHECK(copy.system_allocations() == 0);
-  CHECK(copy.reserved_bytes() == 0);
+  const optimus::core::MemorySnapshot snapshot = ledger.snapshot();
+  { Buffer later(ledger, MemoryCategory::workspace, {1024}); }  // the ledger moves on, the snapshot does not
+  CHECK(snapshot.current_total() == 64);
+  CHECK(snapshot.peak_total() == 64);
+  CHECK(snapshot.current(MemoryCategory::parameters) == 64);
+  CHECK(snapshot.peak(MemoryCategory::workspace) == 64);
+  CHECK(ledger.peak_total() == 64 + 4096);
+  CHECK(ledger.system_allocations() == 2);
   Buffer empty(ledger, MemoryCategory::workspace, {0});
-  Buffer meta(ledger, MemoryCategory::activations, {1 << 20}, optimus::core::Device::meta);
-  CHECK(ledger.system_allocations() == 1);
+  Buffer meta(ledger, MemoryCategory::activations, {1 << 20}, Device::meta);
+  CHECK(ledger.system_allocations() == 2);
   CHECK(ledger.current(MemoryCategory::activations) == 4 << 20);  // recorded as before
-  CHECK(ledger.reserved_bytes() == 64);
+  CHECK(ledger.reserved_bytes() == 64 + 4096);
 }

@@ -3,6 +3,7 @@
 // NaN where a value would be, and a GPT-2 124M step at batch 64 measured in a blink.
 #include <catch2/catch.hpp>
 
+#include <omp.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -127,7 +128,8 @@ TEST_CASE("the serial GPT on a meta context keeps a CPU run's ledgers and says i
   core::MemoryLedger cpu_memory, meta_memory;
   core::OpLedger cpu_ops, meta_ops;
   serial::GPT on_cpu(cfg, core::cpu_context(cpu_memory, &cpu_ops), 7);
-  serial::GPT on_meta(cfg, core::meta_context(meta_memory, &meta_ops), 7);
+  // Planned for this CPU's threads: attention's per-thread dropout scratch is then the CPU run's.
+  serial::GPT on_meta(cfg, core::meta_context(meta_memory, &meta_ops, omp_get_max_threads()), 7);
   require_same_memory(meta_memory, cpu_memory);  // after construction: parameters and gradients
 
   const float cpu_loss = run_step(on_cpu, B, T);
@@ -143,6 +145,30 @@ TEST_CASE("the serial GPT on a meta context keeps a CPU run's ledgers and says i
   core::copy_to_host(core::meta_context(meta_memory), host.data(), wte.grad.data(), wte.grad.numel());
   CHECK(std::isnan(host.front()));
   CHECK(std::isnan(on_meta.clip_gradients(1.0f)));
+}
+
+TEST_CASE("a meta step's memory is the same whatever the planning machine's OpenMP thread count", "[meta][ledger]") {
+  const model::GPTConfig cfg = small_config();  // dropout > 0: attention holds per-thread scratch
+  const int B = 3, T = 16;
+  // The peaks of one meta step, planned for `planned` threads, on a machine running `here` threads.
+  auto peaks = [&](int here, int planned) {
+    omp_set_num_threads(here);
+    core::MemoryLedger memory;
+    serial::GPT gpt(cfg, core::meta_context(memory, nullptr, planned), 7);
+    run_step(gpt, B, T);
+    return memory.snapshot();
+  };
+  const int saved = omp_get_max_threads();
+  const core::MemorySnapshot one = peaks(1, 1), two = peaks(2, 1), planned_two = peaks(1, 2);
+  omp_set_num_threads(saved);
+  for (int c = 0; c < core::kMemoryCategoryCount; ++c) {
+    const auto category = static_cast<core::MemoryCategory>(c);
+    CAPTURE(core::memory_category_name(category));
+    CHECK(one.peak(category) == two.peak(category));
+  }
+  CHECK(one.peak_total() == two.peak_total());
+  // What the plan depends on instead: the threads it plans for (a (T, T) slot or two each).
+  CHECK(planned_two.peak(core::MemoryCategory::workspace) > one.peak(core::MemoryCategory::workspace));
 }
 
 TEST_CASE("GPT-2 124M at batch 64 on meta builds and runs a step in well under a second, holding nothing", "[meta]") {

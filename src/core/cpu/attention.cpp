@@ -5,7 +5,8 @@
 // canonical block (its own loop runs on one thread there), so every layout drops the same
 // probabilities. Backward recomputes the mask rather than storing the dropped probabilities.
 // Each op records its whole cost (a GPU runs it as one call) and runs its products and dropout
-// unrecorded. A meta context records the CPU's scratch too, so its memory ledger is a CPU run's.
+// unrecorded. A meta context records the CPU's scratch too, so its memory ledger is a CPU run's,
+// for the threads it plans for (core::scratch_threads).
 #include <cblas.h>
 #include <omp.h>
 
@@ -129,7 +130,7 @@ void attention_forward(const Context& ctx, float* out, float* att, const float* 
   const int64_t TT = static_cast<int64_t>(T) * T;
   const float score_scale = 1.0f / std::sqrt(static_cast<float>(HS));
   // One (T, T) slot per thread for the dropped probabilities; none without dropout.
-  const int threads = omp_get_max_threads();
+  const int threads = scratch_threads(ctx);
   Buffer dropped(*ctx.ledger, MemoryCategory::workspace, {drop.p > 0.0f ? threads : 0, TT},
                  ctx.device);              // (threads, T*T)
   if (ctx.device == Device::meta) return;  // meta: the CPU's scratch recorded, nothing computed
@@ -168,7 +169,7 @@ void attention_backward(const Context& ctx, float* dqkv, float* datt, const floa
   const int64_t TT = static_cast<int64_t>(T) * T;
   const float score_scale = 1.0f / std::sqrt(static_cast<float>(HS));
   // Two (T, T) slots per thread: the dropped probabilities and their gradient.
-  const int threads = omp_get_max_threads();
+  const int threads = scratch_threads(ctx);
   Buffer scratch(*ctx.ledger, MemoryCategory::workspace, {drop.p > 0.0f ? threads : 0, 2, TT},
                  ctx.device);              // (threads, 2, T*T)
   if (ctx.device == Device::meta) return;  // meta: the CPU's scratch recorded, nothing computed

@@ -45,7 +45,7 @@ void zero(const Context& ctx, float* x, int64_t n) {
   std::fill(x, x + n, 0.0f);
 }
 
-float* zeroed(const Context& ctx, const Buffer& b) {
+float* zeroed(const Context& ctx, Buffer& b) {
   zero(ctx, b.data(), b.numel());
   return b.data();
 }

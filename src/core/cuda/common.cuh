@@ -90,7 +90,7 @@ class DeviceScratch {
     if (bytes_ == 0) return;
     ctx_->ledger->allocate(MemoryCategory::workspace, bytes_);  // throws past the budget
     try {
-      data_ = ctx_->ledger->pool().take(ctx_->cuda_device, bytes_);
+      data_ = ctx_->ledger->pool().take(ctx_->cuda_device, bytes_, Fill::none);  // filled all the same
     } catch (...) {
       ctx_->ledger->release(MemoryCategory::workspace, bytes_);
       throw;
