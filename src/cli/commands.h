@@ -1,80 +1,39 @@
-// The `optimus` command's subcommands (chapter 1; plan: chapter 4). Each has an add_<cmd>, which
-// declares its flags on the application and binds them to its options, and a run_<cmd>, which
-// checks what it was given and runs it; main (cli/main.cpp) parses and calls the one the user named.
-// Bad input is one sentence on rank 0 and a non-zero exit (comm::run_main turns a ConfigError into
-// World::fail).
+// The `optimus` command's subcommands (chapter 1; plan: chapter 4). Each file cli/<cmd>_cmd.cpp has
+// its arguments, an add_<cmd>, which declares its flags on the subcommand and binds them to them,
+// and a run_<cmd>, which checks what it was given and runs it; <cmd>_command ties the two to the
+// application, and main (cli/main.cpp) parses and runs the one the user named. Bad input is one
+// sentence on rank 0 and a non-zero exit (comm::run_main turns a ConfigError into World::fail).
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include <string>
+#include <functional>
+#include <memory>
 
 #include "comm/world.h"
-#include "model/config.h"
-#include "plan/plan.h"
-#include "text/tokenize.h"
-#include "train/bench.h"
-#include "train/device.h"
-#include "train/sample.h"
-#include "train/trainer.h"
 
 namespace optimus::cli {
 
-struct TrainCommand {
+/// A subcommand of optimus: its flags, declared on the application, and what runs it.
+struct Subcommand {
   CLI::App* app = nullptr;
-  train::TrainOptions options;
-  std::string config;  // --config: a JSON file of flags
+  std::function<int(comm::World&)> run;
 };
-void add_train(CLI::App& optimus, TrainCommand& c);
-int run_train(comm::World& world, TrainCommand& c);
 
-struct EvalCommand {
-  CLI::App* app = nullptr;
-  std::string checkpoint, data;
-  train::Layout layout = train::Layout::serial;
-  int batch = 8, seq = 128, batches = 1;
-  train::DeviceOptions device;
-};
-void add_eval(CLI::App& optimus, EvalCommand& c);
-int run_eval(comm::World& world, const EvalCommand& c);
+Subcommand train_command(CLI::App& optimus);
+Subcommand eval_command(CLI::App& optimus);
+Subcommand init_command(CLI::App& optimus);
+Subcommand sample_command(CLI::App& optimus);
+Subcommand tokenize_command(CLI::App& optimus);
+Subcommand bench_command(CLI::App& optimus);
+Subcommand plan_command(CLI::App& optimus);
 
-struct InitCommand {
-  CLI::App* app = nullptr;
-  model::GPTConfig model;
-  std::string out;
-  uint32_t seed = 1337;
-};
-void add_init(CLI::App& optimus, InitCommand& c);
-int run_init(comm::World& world, InitCommand& c);
-
-struct SampleCommand {
-  CLI::App* app = nullptr;
-  std::string checkpoint, prompt = "\n";
-  train::SampleOptions options;
-};
-void add_sample(CLI::App& optimus, SampleCommand& c);
-int run_sample(comm::World& world, const SampleCommand& c);
-
-struct TokenizeCommand {
-  CLI::App* app = nullptr;
-  text::TokenizeOptions options;
-};
-void add_tokenize(CLI::App& optimus, TokenizeCommand& c);
-int run_tokenize(comm::World& world, const TokenizeCommand& c);
-
-struct BenchCommand {
-  CLI::App* app = nullptr;
-  train::BenchOptions options;
-};
-void add_bench(CLI::App& optimus, BenchCommand& c);
-int run_bench(comm::World& world, const BenchCommand& c);
-
-struct PlanCommand {
-  CLI::App* app = nullptr;
-  plan::PlanOptions options;
-  std::string model;  // --model: a named model instead of the shape flags
-};
-void add_plan(CLI::App& optimus, PlanCommand& c);
-int run_plan(comm::World& world, PlanCommand& c);
+/// The subcommand `app` with arguments of type Args, declared by add and run by run.
+template <typename Args>
+Subcommand subcommand(CLI::App* app, void (*add)(CLI::App*, Args&), int (*run)(comm::World&, Args&, CLI::App&)) {
+  auto args = std::make_shared<Args>();
+  add(app, *args);
+  return {app, [args, app, run](comm::World& world) { return run(world, *args, *app); }};
+}
 
 }  // namespace optimus::cli

@@ -1,9 +1,11 @@
 // optimus init: write a freshly initialised checkpoint.
 #include <filesystem>
+#include <string>
 
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/errors.h"
+#include "model/config.h"
 #include "serial/gpt.h"
 #include "train/checkpointing.h"
 #include "train/layout.h"
@@ -11,30 +13,44 @@
 
 namespace optimus::cli {
 
-void add_init(CLI::App& optimus, InitCommand& c) {
-  c.app = optimus.add_subcommand("init", "write a freshly initialised checkpoint");
-  add_model_flags(c.app, c.model);
-  c.app->add_option("--seed", c.seed, "initialisation seed")->capture_default_str();
-  c.app->add_option("--out", c.out, "checkpoint folder to write")->required();
+namespace {
+
+struct InitArgs {
+  model::GPTConfig model;
+  std::string out;
+  uint32_t seed = 1337;
+};
+
+void add_init(CLI::App* cmd, InitArgs& a) {
+  add_model_flags(cmd, a.model);
+  cmd->add_option("--seed", a.seed, "initialisation seed")->capture_default_str();
+  cmd->add_option("--out", a.out, "checkpoint folder to write")->required();
 }
 
-int run_init(comm::World& world, InitCommand& c) {
-  c.model.validate();
-  train::require_memory(world, train::step_bytes_lower_bound(c.model, 0, 1, train::ModelUse::evaluate), "this model",
+int run_init(comm::World& world, InitArgs& a, CLI::App&) {
+  a.model.validate();
+  train::require_memory(world, train::step_bytes_lower_bound(a.model, 0, 1, train::ModelUse::evaluate), "this model",
                         "use smaller --layers, --embd or --seq");
   // Never overwrite: a folder that already holds a checkpoint, or a part of one, is refused.
   for (const char* file : {"model.safetensors", "config.json"}) {
     std::error_code ec;
-    if (std::filesystem::exists(std::filesystem::path(c.out) / file, ec) || ec) {
-      throw core::ConfigError("--out " + c.out + " already holds a checkpoint (" + file +
+    if (std::filesystem::exists(std::filesystem::path(a.out) / file, ec) || ec) {
+      throw core::ConfigError("--out " + a.out + " already holds a checkpoint (" + file +
                               "); choose another folder or remove it");
     }
   }
-  serial::GPT gpt(c.model, core::cpu_context(), c.seed);
-  train::save_checkpoint(c.out, c.model, gpt.params(), gpt.spec_of(), world, nullptr,
-                         train::TrainState{0, c.seed, train::to_string(train::Layout::serial), ""});
-  world.print0("wrote a freshly initialised model (%lld parameters) to %s\n", c.model.num_parameters(), c.out.c_str());
+  serial::GPT gpt(a.model, core::cpu_context(), a.seed);
+  train::save_checkpoint(a.out, a.model, gpt.params(), gpt.spec_of(), world, nullptr,
+                         train::TrainState{0, a.seed, train::to_string(train::Layout::serial), ""});
+  world.print0("wrote a freshly initialised model (%lld parameters) to %s\n", a.model.num_parameters(), a.out.c_str());
   return 0;
+}
+
+}  // namespace
+
+Subcommand init_command(CLI::App& optimus) {
+  return subcommand<InitArgs>(optimus.add_subcommand("init", "write a freshly initialised checkpoint"), add_init,
+                              run_init);
 }
 
 }  // namespace optimus::cli

@@ -1,10 +1,11 @@
 // The `optimus` command: train, eval, init, sample, tokenize, bench and plan (chapter 1; plan:
-// chapter 4). Every subcommand has --help; each is a pair add_<cmd> / run_<cmd> (cli/commands.h).
+// chapter 4). Every subcommand has --help; each is a pair add_<cmd> / run_<cmd> in cli/<cmd>_cmd.cpp (cli/commands.h).
 // Bad input is one sentence on rank 0 and a non-zero exit (comm::run_main turns a ConfigError into
 // World::fail).
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "comm/world.h"
@@ -50,28 +51,13 @@ int main(int argc, char** argv) {
   return comm::run_main(argc, argv, [&](comm::World& world) {
     CLI::App app{"optimus: train and evaluate GPT models with serial, Megatron 1D or Optimus 2D tensor parallelism"};
     app.require_subcommand(1);
-    cli::TrainCommand train;
-    cli::EvalCommand eval;
-    cli::InitCommand init;
-    cli::SampleCommand sample;
-    cli::TokenizeCommand tokenize;
-    cli::BenchCommand bench;
-    cli::PlanCommand plan;
-    cli::add_train(app, train);
-    cli::add_eval(app, eval);
-    cli::add_init(app, init);
-    cli::add_sample(app, sample);
-    cli::add_tokenize(app, tokenize);
-    cli::add_bench(app, bench);
-    cli::add_plan(app, plan);
+    const std::vector<cli::Subcommand> subcommands = {
+        cli::train_command(app),    cli::eval_command(app),  cli::init_command(app), cli::sample_command(app),
+        cli::tokenize_command(app), cli::bench_command(app), cli::plan_command(app)};
     if (const int code = parse(app, world, argc, argv); code >= 0) return code;
-    if (*train.app) return cli::run_train(world, train);
-    if (*eval.app) return cli::run_eval(world, eval);
-    if (*init.app) return cli::run_init(world, init);
-    if (*sample.app) return cli::run_sample(world, sample);
-    if (*tokenize.app) return cli::run_tokenize(world, tokenize);
-    if (*bench.app) return cli::run_bench(world, bench);
-    if (*plan.app) return cli::run_plan(world, plan);
+    for (const cli::Subcommand& sub : subcommands) {
+      if (*sub.app) return sub.run(world);
+    }
     return 1;
   });
 }

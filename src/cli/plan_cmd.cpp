@@ -1,7 +1,10 @@
 // optimus plan: what one training step of a layout costs each rank, on the meta device (chapter 4).
+#include <string>
+
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/errors.h"
+#include "plan/plan.h"
 #include "plan/precision.h"
 #include "train/data_parallel.h"
 #include "train/memory_check.h"
@@ -9,6 +12,11 @@
 namespace optimus::cli {
 
 namespace {
+
+struct PlanArgs {
+  plan::PlanOptions options;
+  std::string model;  // --model: a named model instead of the shape flags
+};
 
 // The world the plan is for: its layout, ranks and copies, and the machine of the time model.
 void add_world_flags(CLI::App* cmd, plan::PlanOptions& p) {
@@ -30,41 +38,34 @@ void add_world_flags(CLI::App* cmd, plan::PlanOptions& p) {
   cmd->add_option("--threads", p.threads, "CPU threads per rank (time model)")->capture_default_str();
 }
 
-}  // namespace
-
-void add_plan(CLI::App& optimus, PlanCommand& c) {
-  plan::PlanOptions& p = c.options;
-  c.app = optimus.add_subcommand(
-      "plan",
-      "what one training step costs each rank of a layout, on the meta device in one process: memory by "
-      "category, FLOPs by kind of op, each communicator's collectives; with --hardware, the predicted time of "
-      "a step and of a forward pass, and the largest batch that fits");
-  add_world_flags(c.app, p);
+void add_plan(CLI::App* cmd, PlanArgs& a) {
+  plan::PlanOptions& p = a.options;
+  add_world_flags(cmd, p);
   auto* named =
-      c.app->add_option("--model", c.model, "a named model (tiny, small, tiny9, gpt2) instead of the shape flags");
-  add_model_flags(c.app, p.config);
-  c.app->add_option("--vocab", p.config.vocab_size, "vocabulary size V")->capture_default_str();
+      cmd->add_option("--model", a.model, "a named model (tiny, small, tiny9, gpt2) instead of the shape flags");
+  add_model_flags(cmd, p.config);
+  cmd->add_option("--vocab", p.config.vocab_size, "vocabulary size V")->capture_default_str();
   for (const char* shape : {"--layers", "--embd", "--heads", "--seq", "--vocab"}) named->excludes(shape);
-  c.app->add_option("--batch", p.batch, "sequences per step B")->capture_default_str();
-  c.app->add_flag("--json", p.json, "one JSON object instead of tables");
-  c.app->add_flag("--overlap", p.stage.overlap,
-                  "2d: SUMMA's broadcasts and reduces hidden behind its products; --data-parallel: the "
-                  "gradients' all-reduce, all but its last bucket, behind the backward pass");
-  add_memory_flags(c.app, p.stage);
-  c.app->add_option_function<std::string>(
+  cmd->add_option("--batch", p.batch, "sequences per step B")->capture_default_str();
+  cmd->add_flag("--json", p.json, "one JSON object instead of tables");
+  cmd->add_flag("--overlap", p.stage.overlap,
+                "2d: SUMMA's broadcasts and reduces hidden behind its products; --data-parallel: the "
+                "gradients' all-reduce, all but its last bucket, behind the backward pass");
+  add_memory_flags(cmd, p.stage);
+  cmd->add_option_function<std::string>(
       "--precision", [&p](const std::string& name) { p.precision = plan::parse_precision(name); },
       "the precision accounted (the kernels compute in fp32 either way): fp32 (the default) or bf16-mixed "
       "(bf16 activations, activation gradients and tensor-parallel communication; fp32 master weights plus a "
       "bf16 copy, fp32 gradients, AdamW moments and data-parallel all-reduce; products at the profile's "
       "tensor-core rate)");
-  add_placement_option(c.app, p.stage);
+  add_placement_option(cmd, p.stage);
 }
 
-int run_plan(comm::World& world, PlanCommand& c) {
-  plan::PlanOptions& p = c.options;
-  if (!c.model.empty()) {
+int run_plan(comm::World& world, PlanArgs& a, CLI::App&) {
+  plan::PlanOptions& p = a.options;
+  if (!a.model.empty()) {
     const float dropout = p.config.dropout;
-    p.config = model::GPTConfig::named(c.model);
+    p.config = model::GPTConfig::named(a.model);
     p.config.dropout = dropout;
   }
   plan::require_valid(p);
@@ -75,6 +76,18 @@ int run_plan(comm::World& world, PlanCommand& c) {
   train::note_unused_overlap(world, p.stage.overlap, p.layout, p.data_parallel);
   world.print0("%s", plan::plan_report(p).c_str());
   return 0;
+}
+
+}  // namespace
+
+Subcommand plan_command(CLI::App& optimus) {
+  return subcommand<PlanArgs>(
+      optimus.add_subcommand(
+          "plan",
+          "what one training step costs each rank of a layout, on the meta device in one process: memory by "
+          "category, FLOPs by kind of op, each communicator's collectives; with --hardware, the predicted time "
+          "of a step and of a forward pass, and the largest batch that fits"),
+      add_plan, run_plan);
 }
 
 }  // namespace optimus::cli

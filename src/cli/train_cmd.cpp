@@ -1,4 +1,5 @@
 // optimus train: train a GPT on a text file (chapter 1; the trainer is train/trainer.h).
+#include <string>
 #include <vector>
 
 #include "cli/commands.h"
@@ -6,10 +7,16 @@
 #include "core/errors.h"
 #include "train/checkpointing.h"
 #include "train/json_config.h"
+#include "train/trainer.h"
 
 namespace optimus::cli {
 
 namespace {
+
+struct TrainArgs {
+  train::TrainOptions options;
+  std::string config;  // --config: a JSON file of flags
+};
 
 // Where the run's data, checkpoints and starting point come from.
 void add_run_files(CLI::App* cmd, train::TrainOptions& t) {
@@ -66,45 +73,47 @@ void add_reporting(CLI::App* cmd, train::TrainOptions& t) {
   cmd->add_option("--inject-nan-into", t.inject_nan_into)->group("");
 }
 
-}  // namespace
-
-void add_train(CLI::App& optimus, TrainCommand& c) {
-  train::TrainOptions& t = c.options;
-  c.app = optimus.add_subcommand("train", "train a GPT on a text file");
-  add_layout_option(c.app, t.layout);
-  add_memory_flags(c.app, t.stage);
-  add_overlap_flag(c.app, t.stage);
-  add_placement_option(c.app, t.stage);
-  c.app
-      ->add_option("--data-parallel", t.data_parallel,
-                   "copies of the model D: each runs the layout on processes / D ranks and batch / D sequences; "
-                   "their gradients are summed")
+void add_train(CLI::App* cmd, TrainArgs& a) {
+  train::TrainOptions& t = a.options;
+  add_layout_option(cmd, t.layout);
+  add_memory_flags(cmd, t.stage);
+  add_overlap_flag(cmd, t.stage);
+  add_placement_option(cmd, t.stage);
+  cmd->add_option("--data-parallel", t.data_parallel,
+                  "copies of the model D: each runs the layout on processes / D ranks and batch / D sequences; "
+                  "their gradients are summed")
       ->capture_default_str();
-  add_run_files(c.app, t);
-  add_model_flags(c.app, t.model);
-  add_optimization(c.app, t);
-  add_reporting(c.app, t);
-  c.app->add_option("--config", c.config,
-                    "JSON file of flag: value pairs, e.g. {\"layers\": 2, \"lr\": 3e-3}; flags given on the "
-                    "command line win");
-  train::add_device_flags(c.app, t.device);
+  add_run_files(cmd, t);
+  add_model_flags(cmd, t.model);
+  add_optimization(cmd, t);
+  add_reporting(cmd, t);
+  cmd->add_option("--config", a.config,
+                  "JSON file of flag: value pairs, e.g. {\"layers\": 2, \"lr\": 3e-3}; flags given on the "
+                  "command line win");
+  train::add_device_flags(cmd, t.device);
 }
 
-int run_train(comm::World& world, TrainCommand& c) {
-  train::TrainOptions& t = c.options;
-  if (!c.config.empty()) train::apply_json_config(*c.app, c.config);
+int run_train(comm::World& world, TrainArgs& a, CLI::App& cmd) {
+  train::TrainOptions& t = a.options;
+  if (!a.config.empty()) train::apply_json_config(cmd, a.config);
   if (t.data.empty()) throw core::ConfigError("--data is required (on the command line or in --config); see --help");
   train::require_one_way_to_start(t);  // before --init-from's checkpoint is read
   if (!t.init_from.empty()) {
     std::vector<std::string> given;
     for (const char* flag : {"--layers", "--embd", "--heads", "--seq", "--dropout"}) {
-      if (c.app->get_option(flag)->count() > 0) given.emplace_back(flag);
+      if (cmd.get_option(flag)->count() > 0) given.emplace_back(flag);
     }
     model::GPTConfig saved;
     world.agree_on([&] { saved = train::load_checkpoint_config(t.init_from); });
     train::adopt_checkpoint_model(t, saved, given);
   }
   return train::train(t, world);
+}
+
+}  // namespace
+
+Subcommand train_command(CLI::App& optimus) {
+  return subcommand<TrainArgs>(optimus.add_subcommand("train", "train a GPT on a text file"), add_train, run_train);
 }
 
 }  // namespace optimus::cli

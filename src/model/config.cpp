@@ -55,4 +55,17 @@ long long GPTConfig::num_parameters() const {
   return V * C + T * C + L * per_layer + 2 * C;
 }
 
+void require_widths_divide(const GPTConfig& c, int parts, const std::string& layout, const std::string& over,
+                           const std::string& run_on) {
+  auto need = [&](const std::string& what, int value, const std::string& flag) {
+    if (value % parts == 0) return;
+    const std::string n = std::to_string(value), ps = std::to_string(parts);
+    throw core::ConfigError(layout + " splits " + what + " " + over + ", but " + n + " is not divisible by " + ps +
+                            "; " + run_on + " " + n + ", or use a model with " + flag + " a multiple of " + ps);
+  };
+  need("the heads", c.n_head, "--heads");
+  need("the embedding width", c.n_embd, "--embd");
+  need("the MLP width 4C", c.ffn(), "--embd");
+}
+
 }  // namespace optimus::model

@@ -31,4 +31,10 @@ struct GPTConfig {
   long long num_parameters() const;
 };
 
+/// Throws core::ConfigError unless `parts` divides the heads, the width C and the MLP width 4C, in
+/// the words of the layout that splits them: "<layout> splits the heads <over>, but 3 is not
+/// divisible by 2; <run_on> 3, or use a model with --heads a multiple of 2".
+void require_widths_divide(const GPTConfig& config, int parts, const std::string& layout, const std::string& over,
+                           const std::string& run_on);
+
 }  // namespace optimus::model

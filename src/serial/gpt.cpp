@@ -13,14 +13,10 @@ using core::DropoutSite;
 using core::Trans;
 
 GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const model::StageOptions& memory)
-    : config_(config), ctx_(ctx), seed_(seed), recompute_(memory.recompute) {
-  config_.validate();
+    : Stage(config, ctx, seed, memory.recompute) {
   if (memory.sequence_parallel)
     throw std::invalid_argument("serial::GPT: sequence parallelism is a mode of the 1D stage");
-  params_ = model::ParamSet::create(
-      config_, ctx_, [](const model::ParamInfo& p) { return model::ShardSpec::whole(p.shape); }, seed_);
-  weights_ = model::ModelParams::values(params_);
-  grads_ = model::ModelParams::grads(params_);
+  create_params([](const model::ParamInfo& p) { return model::ShardSpec::whole(p.shape); });
 }
 
 // The whole batch: one device holds all of it, every row, column, head and vocabulary column.

@@ -21,10 +21,11 @@
 #include "model/model.h"
 #include "model/named_params.h"
 #include "model/param_set.h"
+#include "model/stage.h"
 
 namespace optimus::serial {
 
-class GPT final : public model::Model {
+class GPT final : public model::Stage {
  public:
   /// A freshly initialised model (Philox under `seed`, keyed by canonical indices, so every layout
   /// draws the same weights). Dropout masks also use `seed`.
@@ -44,14 +45,7 @@ class GPT final : public model::Model {
   /// Clips the gradients to a global norm of max_norm as torch.nn.utils.clip_grad_norm_ does
   /// (max_norm <= 0: no clipping) and returns the norm before clipping.
   float clip_gradients(float max_norm) override;
-  void set_gradient_listener(model::GradientListener* listener) override { listener_ = listener; }
 
-  // As model::Model says (model/model.h).
-  model::ParamSet& params() override { return params_; }
-  const model::ParamSet& params() const override { return params_; }
-  const model::GPTConfig& config() const override { return config_; }
-  const model::Activations& activations() const { return acts_; }
-  const core::Context& context() const override { return ctx_; }
   /// Every tensor whole, on the one rank there is (for gather, like the parallel stages).
   model::SpecOfRank spec_of() const override {
     return [](const model::ParamInfo& info, int) { return model::ShardSpec::whole(info.shape); };
@@ -62,17 +56,6 @@ class GPT final : public model::Model {
   core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
   void block_forward(int l, const float* x);
   void block_backward(int l, const float* x);
-
-  model::GPTConfig config_;
-  core::Context ctx_;
-  uint32_t seed_;
-  model::Recompute recompute_;
-  model::ParamSet params_;
-  model::ModelParams weights_;  // params_'s values by name
-  model::ModelParams grads_;    // params_'s gradients by name
-  model::GradientListener* listener_ = nullptr;
-  model::Activations acts_;
-  model::BackwardScratch scratch_;
 };
 
 }  // namespace optimus::serial

@@ -24,22 +24,15 @@ using core::Trans;
 
 GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid1D& grid,
          const model::StageOptions& memory)
-    : config_(config),
-      ctx_(ctx),
-      seed_(seed),
+    : Stage(config, ctx, seed, memory.recompute),
       grid_(grid),
       p_(grid.p()),
       r_(grid.r()),
-      recompute_(memory.recompute),
       region_(grid_.comm(), memory.sequence_parallel),
       distributed_(memory.recompute == model::Recompute::block && !memory.sequence_parallel) {
-  config_.validate();
   check_divisible(config_, p_);
   const int p = p_, r = r_;
-  params_ = model::ParamSet::create(
-      config_, ctx_, [p, r](const model::ParamInfo& info) { return spec_1d(info, p, r); }, seed_);
-  weights_ = model::ModelParams::values(params_);
-  grads_ = model::ModelParams::grads(params_);
+  create_params([p, r](const model::ParamInfo& info) { return spec_1d(info, p, r); });
 }
 
 model::SpecOfRank GPT::spec_of() const {

@@ -26,6 +26,7 @@
 #include "model/model.h"
 #include "model/named_params.h"
 #include "model/param_set.h"
+#include "model/stage.h"
 #include "tp1d/mappings.h"
 
 namespace optimus::tp1d {
@@ -41,7 +42,7 @@ struct DistributedCheckpoints {
   std::vector<core::Buffer> whole;   // 2 of (p·⌈Nl·C/p⌉), the first Nl·C being an (Nl, C)
 };
 
-class GPT final : public model::Model {
+class GPT final : public model::Stage {
  public:
   /// Collective-free: checks divisibility (ConfigError) and initialises this rank's shards from
   /// Philox, so the gathered model equals serial::GPT's under the same seed, bit for bit.
@@ -60,14 +61,7 @@ class GPT final : public model::Model {
   /// Global-norm clipping; the norm counts every canonical element once (replicated tensors on
   /// rank 0 only), then one all-reduce of the squared sum.
   float clip_gradients(float max_norm) override;
-  void set_gradient_listener(model::GradientListener* listener) override { listener_ = listener; }
 
-  // As model::Model says (model/model.h).
-  model::ParamSet& params() override { return params_; }
-  const model::ParamSet& params() const override { return params_; }
-  const model::GPTConfig& config() const override { return config_; }
-  const model::Activations& activations() const { return acts_; }
-  const core::Context& context() const override { return ctx_; }
   comm::Communicator& tp() const { return grid_.comm(); }
   /// The shard spec of any parameter on any rank of this layout (for gather).
   model::SpecOfRank spec_of() const override;
@@ -84,21 +78,12 @@ class GPT final : public model::Model {
   void block_forward(int l, const float* x, float* out);
   void block_backward(int l, const float* x);
 
-  model::GPTConfig config_;
-  core::Context ctx_;
-  uint32_t seed_;
   comm::Grid1D grid_;
   int p_, r_;
-  model::Recompute recompute_;
   Region region_;     // f and g over the p ranks, replicated or sequence parallel
   bool distributed_;  // distributed checkpoints: recomputation without sequence parallelism
-  model::ParamSet params_;
-  model::ModelParams weights_;  // params_'s values by name
-  model::ModelParams grads_;    // params_'s gradients by name
-  model::GradientListener* listener_ = nullptr;
-  model::Activations acts_;  // with target_logits; without encoded and outputs under distributed checkpoints
-  model::BackwardScratch scratch_;
   DistributedCheckpoints checkpoints_;
+  // acts_ (model::Stage) has target_logits, and no encoded or outputs under distributed checkpoints.
 };
 
 }  // namespace optimus::tp1d

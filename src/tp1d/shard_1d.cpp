@@ -12,16 +12,8 @@ using model::Segment;
 using model::ShardSpec;
 
 void check_divisible(const model::GPTConfig& c, int p) {
-  auto need = [&](const std::string& what, int value, const std::string& flag) {
-    if (value % p == 0) return;
-    const std::string n = std::to_string(value), ps = std::to_string(p);
-    throw core::ConfigError("the 1D layout splits " + what + " over " + ps + " ranks, but " + n +
-                            " is not divisible by " + ps + "; run on a number of ranks that divides " + n +
-                            (flag.empty() ? "" : ", or use a model with " + flag + " a multiple of " + ps));
-  };
-  need("the heads", c.n_head, "--heads");
-  need("the embedding width", c.n_embd, "--embd");
-  need("the MLP width 4C", c.ffn(), "--embd");
+  model::require_widths_divide(c, p, "the 1D layout", "over " + std::to_string(p) + " ranks",
+                               "run on a number of ranks that divides");
 }
 
 void check_tokens_divisible(int64_t tokens, int p, const std::string& choose) {

@@ -21,15 +21,7 @@ using core::DropoutSite;
 
 GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid2D& grid,
          const model::StageOptions& memory)
-    : config_(config),
-      ctx_(ctx),
-      seed_(seed),
-      recompute_(memory.recompute),
-      grid_(grid),
-      q_(grid.q()),
-      i_(grid.i()),
-      j_(grid.j()) {
-  config_.validate();
+    : Stage(config, ctx, seed, memory.recompute), grid_(grid), q_(grid.q()), i_(grid.i()), j_(grid.j()) {
   if (memory.sequence_parallel)
     throw std::invalid_argument("tp2d::GPT: sequence parallelism is a mode of the 1D stage");
   if (grid.overlap() != memory.overlap) {
@@ -40,10 +32,7 @@ GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed
   check_divisible_2d(config_, q_);
   Vb_ = vocab_block(config_, q_);
   const int q = q_, i = i_, j = j_;
-  params_ = model::ParamSet::create(
-      config_, ctx_, [q, i, j](const model::ParamInfo& info) { return spec_2d(info, q, i, j); }, seed_);
-  weights_ = model::ModelParams::values(params_);
-  grads_ = model::ModelParams::grads(params_);
+  create_params([q, i, j](const model::ParamInfo& info) { return spec_2d(info, q, i, j); });
 }
 
 model::SpecOfRank GPT::spec_of() const {

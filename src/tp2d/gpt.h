@@ -22,10 +22,11 @@
 #include "model/model.h"
 #include "model/named_params.h"
 #include "model/param_set.h"
+#include "model/stage.h"
 
 namespace optimus::tp2d {
 
-class GPT final : public model::Model {
+class GPT final : public model::Stage {
  public:
   /// Collective-free: checks divisibility (ConfigError) and initialises this rank's shards from
   /// Philox, so the gathered model equals serial::GPT's under the same seed, bit for bit.
@@ -47,14 +48,7 @@ class GPT final : public model::Model {
   /// Global-norm clipping; the norm counts every canonical element once (column-replicated tensors
   /// on grid row 0 only), then one all-reduce over the world of the squared sum.
   float clip_gradients(float max_norm) override;
-  void set_gradient_listener(model::GradientListener* listener) override { listener_ = listener; }
 
-  // As model::Model says (model/model.h).
-  model::ParamSet& params() override { return params_; }
-  const model::ParamSet& params() const override { return params_; }
-  const model::GPTConfig& config() const override { return config_; }
-  const model::Activations& activations() const { return acts_; }
-  const core::Context& context() const override { return ctx_; }
   const comm::Grid2D& grid() const { return grid_; }
   /// The shard spec of any parameter on any rank of this layout (for gather), the ranks numbered as
   /// in the communicator the grid was built on: placement.position(rank) is that rank's (i, j).
@@ -66,19 +60,10 @@ class GPT final : public model::Model {
   void block_forward(int l, const float* x);
   void block_backward(int l, const float* x);
 
-  model::GPTConfig config_;
-  core::Context ctx_;
-  uint32_t seed_;
-  model::Recompute recompute_;
   const comm::Grid2D& grid_;
   int q_, i_, j_;
   int Vb_;  // vocabulary rows of a block (and logit columns of a rank): ⌈V/q⌉
-  model::ParamSet params_;
-  model::ModelParams weights_;  // params_'s values by name
-  model::ModelParams grads_;    // params_'s gradients by name
-  model::GradientListener* listener_ = nullptr;
-  model::Activations acts_;  // with target_logits; targets are my B/q sequences'
-  model::BackwardScratch scratch_;
+  // acts_ (model::Stage) has target_logits; its targets are my B/q sequences'.
 };
 
 }  // namespace optimus::tp2d

@@ -13,16 +13,8 @@ using model::Segment;
 using model::ShardSpec;
 
 void check_divisible_2d(const model::GPTConfig& c, int q) {
-  auto need = [&](const std::string& what, int value, const std::string& flag) {
-    if (value % q == 0) return;
-    const std::string n = std::to_string(value), qs = std::to_string(q);
-    throw core::ConfigError("the 2D layout splits " + what + " over a grid side of q = " + qs + ", but " + n +
-                            " is not divisible by " + qs + "; run on q×q ranks with q dividing " + n +
-                            (flag.empty() ? "" : ", or use a model with " + flag + " a multiple of " + qs));
-  };
-  need("the heads", c.n_head, "--heads");
-  need("the embedding width", c.n_embd, "--embd");
-  need("the MLP width 4C", c.ffn(), "--embd");
+  model::require_widths_divide(c, q, "the 2D layout", "over a grid side of q = " + std::to_string(q),
+                               "run on q×q ranks with q dividing");
 }
 
 void check_batch_divisible_2d(int B, int q, const std::string& batch, const std::string& choose) {

@@ -18,7 +18,7 @@ namespace optimus::train {
 struct TrainState {
   int step = 0;           // steps completed; the next batch is sample_batch(..., step)
   uint32_t seed = 0;      // initialisation, dropout and data seed
-  std::string layout;     // the layout that wrote it ("serial", "1d", "2d"), for information
+  std::string layout;     // the layout that wrote it (train::to_string), for information
   std::string flags;      // the settings a bitwise continuation depends on, "batch=8 seq=128 …"
   int data_parallel = 0;  // the copies of the model that trained it (0: not recorded)
 };

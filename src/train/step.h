@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "model/model.h"
 #include "train/data_parallel.h"
@@ -26,14 +27,13 @@ struct StepBatch {
 };
 
 /// What a caller checks between a step's phases, on every rank alike (the loss and the norm are the
-/// same on every rank): returning false ends the step there, before the update.
-class StepChecks {
- public:
-  virtual ~StepChecks() = default;
+/// same on every rank): a check that returns false ends the step there, before the update. An
+/// empty one checks nothing.
+struct StepChecks {
   /// The whole batch's loss, before clipping (a check may also change it: the trainer's tests inject NaN).
-  virtual bool loss_ok(float& loss) = 0;
+  std::function<bool(float& loss)> loss_ok;
   /// The gradients' global norm, before the update.
-  virtual bool norm_ok(float norm) = 0;
+  std::function<bool(float norm)> norm_ok;
 };
 
 struct StepOutcome {
@@ -45,6 +45,6 @@ struct StepOutcome {
 /// Runs one step of `gpt` (its gradients summed over dp's copies by a SumOverCopies the caller
 /// holds) and updates it with `optimizer`. Collective over the model's ranks and the copies.
 StepOutcome train_step(model::Model& gpt, const DataParallel& dp, AdamW& optimizer, const StepBatch& batch,
-                       StepChecks* checks = nullptr);
+                       const StepChecks& checks = {});
 
 }  // namespace optimus::train

@@ -421,50 +421,38 @@ int start_of_run(const TrainOptions& o, comm::World& world, const DataParallel& 
 // The trainer's checks between a step's phases: a loss or a gradient norm that is not finite ends
 // the run before the update, so nothing after the last checkpoint is written. Every rank has the
 // same loss and norm, so every rank stops at the same point. The robustness tests inject a NaN here.
-class FiniteChecks final : public StepChecks {
- public:
-  FiniteChecks(const TrainOptions& o, comm::World& world, model::Model& gpt, Progress& progress,
-               std::function<std::string()> kept)
-      : o_(o), world_(world), gpt_(gpt), progress_(progress), kept_(std::move(kept)) {}
-  void at_step(int step) { step_ = step; }
-
-  bool loss_ok(float& loss) override {
-    const bool inject = step_ + 1 == o_.inject_nan_at_step;  // test-only
-    if (inject && o_.inject_nan_into == "loss") loss = std::numeric_limits<float>::quiet_NaN();
+StepChecks finite_checks(const TrainOptions& o, comm::World& world, model::Model& gpt, Progress& progress, int step,
+                         const std::function<std::string()>& kept) {
+  const bool inject = step + 1 == o.inject_nan_at_step;  // test-only
+  auto loss_ok = [&o, &world, &gpt, &progress, &kept, step, inject](float& loss) {
+    if (inject && o.inject_nan_into == "loss") loss = std::numeric_limits<float>::quiet_NaN();
     if (!std::isfinite(loss)) {
-      progress_.error("the loss became " + std::to_string(loss) + " at step " + std::to_string(step_ + 1) +
-                      "; stopping (" + kept_() + ")");
+      progress.error("the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
+                     "; stopping (" + kept() + ")");
       return false;
     }
-    if (inject && o_.inject_nan_into == "gradient" && world_.rank() == 0) {
+    if (inject && o.inject_nan_into == "gradient" && world.rank() == 0) {
       const float nan = std::numeric_limits<float>::quiet_NaN();
-      core::copy_to_device(gpt_.context(), gpt_.params().tensors.back().grad.data(), &nan, 1);
+      core::copy_to_device(gpt.context(), gpt.params().tensors.back().grad.data(), &nan, 1);
     }
     return true;
-  }
-  bool norm_ok(float norm) override {
+  };
+  auto norm_ok = [&progress, &kept, step](float norm) {
     if (std::isfinite(norm)) return true;
-    progress_.error("the gradient norm became " + std::to_string(norm) + " at step " + std::to_string(step_ + 1) +
-                    " (the loss was finite); stopping before the update (" + kept_() + ")");
+    progress.error("the gradient norm became " + std::to_string(norm) + " at step " + std::to_string(step + 1) +
+                   " (the loss was finite); stopping before the update (" + kept() + ")");
     return false;
-  }
+  };
+  return {loss_ok, norm_ok};
+}
 
- private:
-  const TrainOptions& o_;
-  comm::World& world_;
-  model::Model& gpt_;
-  Progress& progress_;
-  std::function<std::string()> kept_;
-  int step_ = 0;
-};
-
-// A step's line of metrics.jsonl.
 // A float as the double its shortest text reads as, so JSON writes 0.001 for the float 0.001f.
 double shortest(float x) {
   char buf[32];
   return std::strtod(std::string(buf, std::to_chars(buf, buf + sizeof buf, x).ptr).c_str(), nullptr);
 }
 
+// A step's line of metrics.jsonl.
 std::string step_metrics(int step, const StepOutcome& s, float lr, double ms, double tok_s,
                          const core::MemoryLedger& ledger) {
   auto mib = [](size_t bytes) { return std::round(static_cast<double>(bytes) / (1 << 20) * 1e3) / 1e3; };
@@ -553,10 +541,10 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
   // With data parallelism each block's gradients are summed over the copies as the last micro-batch's
   // backward pass completes it (in flight while the pass goes on with --overlap).
   SumOverCopies sum_over_copies(gpt, dp, o.stage.overlap);
-  FiniteChecks checks(o, world, gpt, progress, [&] {  // what a run that stops early leaves
+  const std::function<std::string()> kept = [&] {  // what a run that stops early leaves
     return run.last_dir.empty() && o.resume.empty() ? std::string("no checkpoint was written")
                                                     : "the last checkpoint in " + o.out + " is kept";
-  });
+  };
   if (start == 0 && !o.init_from.empty()) validate(run, gpt, 0);  // the weights the run starts from
   std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
   const auto run_start = std::chrono::steady_clock::now();
@@ -565,9 +553,9 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
     const auto t0 = std::chrono::steady_clock::now();
     sample_batch(inputs.data(), targets.data(), train_data, B, T, o.seed, static_cast<uint64_t>(step));
     const float lr = learning_rate(step, o.steps, o.warmup, o.lr, o.min_lr);
-    checks.at_step(step);
     const StepOutcome s =
-        train_step(gpt, dp, opt, {inputs.data(), targets.data(), B, T, o.grad_accum, step, o.grad_clip, lr}, &checks);
+        train_step(gpt, dp, opt, {inputs.data(), targets.data(), B, T, o.grad_accum, step, o.grad_clip, lr},
+                   finite_checks(o, world, gpt, progress, step, kept));
     if (!s.updated) return 1;
     core::synchronize(gpt.context());  // a GPU's queued work is part of the step's time
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

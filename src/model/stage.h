@@ -1,0 +1,50 @@
+// What the three stages (serial::GPT, tp1d::GPT, tp2d::GPT) hold and answer alike: the model's
+// config, the context, the seed, what recomputation keeps, this rank's parameter shards with their
+// values and gradients by name, the gradient listener, and the activations and backward scratch of
+// the last batch shape (model/activations.h). A stage derives from it and adds its shapes, its
+// forward and its backward pass, its clipping and its shard spec — the teaching content.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "core/context.h"
+#include "model/activations.h"
+#include "model/config.h"
+#include "model/model.h"
+#include "model/named_params.h"
+#include "model/param_set.h"
+
+namespace optimus::model {
+
+class Stage : public Model {
+ public:
+  void set_gradient_listener(GradientListener* listener) final { listener_ = listener; }
+  ParamSet& params() final { return params_; }
+  const ParamSet& params() const final { return params_; }
+  const GPTConfig& config() const final { return config_; }
+  const core::Context& context() const final { return ctx_; }
+  /// What the last forward pass kept (the tests compare it across stages).
+  const Activations& activations() const { return acts_; }
+
+ protected:
+  /// Checks the config (core::ConfigError); allocates nothing.
+  Stage(const GPTConfig& config, const core::Context& ctx, uint32_t seed, Recompute recompute);
+  /// This rank's shards as `spec` places them, initialised from Philox under the seed and keyed by
+  /// canonical indices, so every layout draws the same weights. Called once, by the stage's
+  /// constructor after its own checks.
+  void create_params(const std::function<ShardSpec(const ParamInfo&)>& spec);
+
+  GPTConfig config_;
+  core::Context ctx_;
+  uint32_t seed_;
+  Recompute recompute_;
+  ParamSet params_;
+  ModelParams weights_;  // params_'s values by name
+  ModelParams grads_;    // params_'s gradients by name
+  GradientListener* listener_ = nullptr;
+  Activations acts_;
+  BackwardScratch scratch_;
+};
+
+}  // namespace optimus::model
