@@ -77,8 +77,8 @@ int run_bench(comm::World& world, BenchArgs& a, CLI::App&) {
 }  // namespace
 
 Subcommand bench_command(CLI::App& optimus) {
-  return subcommand<BenchArgs>(optimus.add_subcommand("bench", "time training steps of a named model; one JSON line"),
-                               add_bench, run_bench);
+  return subcommand<BenchArgs>(optimus, "bench", "time training steps of a named model; one JSON line", add_bench,
+                               run_bench);
 }
 
 }  // namespace optimus::cli

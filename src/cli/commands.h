@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "comm/world.h"
 
@@ -28,9 +29,11 @@ Subcommand tokenize_command(CLI::App& optimus);
 Subcommand bench_command(CLI::App& optimus);
 Subcommand plan_command(CLI::App& optimus);
 
-/// The subcommand `app` with arguments of type Args, declared by add and run by run.
+/// The subcommand `name` of optimus, with arguments of type Args, declared by add and run by run.
 template <typename Args>
-Subcommand subcommand(CLI::App* app, void (*add)(CLI::App*, Args&), int (*run)(comm::World&, Args&, CLI::App&)) {
+Subcommand subcommand(CLI::App& optimus, const std::string& name, const std::string& description,
+                      void (*add)(CLI::App*, Args&), int (*run)(comm::World&, Args&, CLI::App&)) {
+  CLI::App* app = optimus.add_subcommand(name, description);
   auto args = std::make_shared<Args>();
   add(app, *args);
   return {app, [args, app, run](comm::World& world) { return run(world, *args, *app); }};

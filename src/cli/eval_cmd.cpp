@@ -63,9 +63,8 @@ int run_eval(comm::World& world, EvalArgs& a, CLI::App&) {
 }  // namespace
 
 Subcommand eval_command(CLI::App& optimus) {
-  return subcommand<EvalArgs>(
-      optimus.add_subcommand("eval", "print the mean loss of a checkpoint on consecutive windows of a file"), add_eval,
-      run_eval);
+  return subcommand<EvalArgs>(optimus, "eval", "print the mean loss of a checkpoint on consecutive windows of a file",
+                              add_eval, run_eval);
 }
 
 }  // namespace optimus::cli

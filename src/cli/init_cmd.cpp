@@ -49,8 +49,7 @@ int run_init(comm::World& world, InitArgs& a, CLI::App&) {
 }  // namespace
 
 Subcommand init_command(CLI::App& optimus) {
-  return subcommand<InitArgs>(optimus.add_subcommand("init", "write a freshly initialised checkpoint"), add_init,
-                              run_init);
+  return subcommand<InitArgs>(optimus, "init", "write a freshly initialised checkpoint", add_init, run_init);
 }
 
 }  // namespace optimus::cli

@@ -82,11 +82,10 @@ int run_plan(comm::World& world, PlanArgs& a, CLI::App&) {
 
 Subcommand plan_command(CLI::App& optimus) {
   return subcommand<PlanArgs>(
-      optimus.add_subcommand(
-          "plan",
-          "what one training step costs each rank of a layout, on the meta device in one process: memory by "
-          "category, FLOPs by kind of op, each communicator's collectives; with --hardware, the predicted time "
-          "of a step and of a forward pass, and the largest batch that fits"),
+      optimus, "plan",
+      "what one training step costs each rank of a layout, on the meta device in one process: memory by "
+      "category, FLOPs by kind of op, each communicator's collectives; with --hardware, the predicted time "
+      "of a step and of a forward pass, and the largest batch that fits",
       add_plan, run_plan);
 }
 

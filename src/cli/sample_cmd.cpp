@@ -45,8 +45,7 @@ int run_sample(comm::World& world, SampleArgs& a, CLI::App&) {
 }  // namespace
 
 Subcommand sample_command(CLI::App& optimus) {
-  return subcommand<SampleArgs>(optimus.add_subcommand("sample", "generate text from a checkpoint"), add_sample,
-                                run_sample);
+  return subcommand<SampleArgs>(optimus, "sample", "generate text from a checkpoint", add_sample, run_sample);
 }
 
 }  // namespace optimus::cli

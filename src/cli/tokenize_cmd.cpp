@@ -32,10 +32,9 @@ int run_tokenize(comm::World& world, TokenizeArgs& a, CLI::App&) {
 }  // namespace
 
 Subcommand tokenize_command(CLI::App& optimus) {
-  return subcommand<TokenizeArgs>(
-      optimus.add_subcommand("tokenize",
-                             "encode text files with a GPT-2 BPE tokenizer into token files for train and eval"),
-      add_tokenize, run_tokenize);
+  return subcommand<TokenizeArgs>(optimus, "tokenize",
+                                  "encode text files with a GPT-2 BPE tokenizer into token files for train and eval",
+                                  add_tokenize, run_tokenize);
 }
 
 }  // namespace optimus::cli

@@ -113,7 +113,7 @@ int run_train(comm::World& world, TrainArgs& a, CLI::App& cmd) {
 }  // namespace
 
 Subcommand train_command(CLI::App& optimus) {
-  return subcommand<TrainArgs>(optimus.add_subcommand("train", "train a GPT on a text file"), add_train, run_train);
+  return subcommand<TrainArgs>(optimus, "train", "train a GPT on a text file", add_train, run_train);
 }
 
 }  // namespace optimus::cli

@@ -16,6 +16,14 @@ const char* comm_op_name(CommOp op) {
   return kNames[static_cast<size_t>(op)];
 }
 
+// One line of report(): the communicator, the operation, its calls, bytes and MiB.
+static void report_line(std::ostream& out, const char* comm, const char* op, const CommCount& count) {
+  char line[160];
+  std::snprintf(line, sizeof line, "%-14s %-15s %10lld %16lld %14.3f\n", comm, op, static_cast<long long>(count.calls),
+                static_cast<long long>(count.bytes), static_cast<double>(count.bytes) / (1024.0 * 1024.0));
+  out << line;
+}
+
 void CommLedger::record(const std::string& comm, CommOp op, int64_t bytes, int group_size) {
   auto [known, inserted] = group_sizes_.emplace(comm, group_size);
   if (!inserted && known->second != group_size) {
@@ -86,22 +94,16 @@ CommLedger CommLedger::since(const CommLedger& earlier) const {
 
 std::string CommLedger::report() const {
   std::ostringstream out;
-  char line[160];
-  std::snprintf(line, sizeof line, "%-14s %-15s %10s %16s %14s\n", "communicator", "operation", "calls", "bytes",
+  char header[160];
+  std::snprintf(header, sizeof header, "%-14s %-15s %10s %16s %14s\n", "communicator", "operation", "calls", "bytes",
                 "MiB");
-  out << line;
+  out << header;
   for (const auto& [name, row] : table_) {
     for (int k = 0; k < kCommOpCount; ++k) {
-      if (row[k].calls == 0) continue;
-      std::snprintf(line, sizeof line, "%-14s %-15s %10lld %16lld %14.3f\n", name.c_str(),
-                    comm_op_name(static_cast<CommOp>(k)), static_cast<long long>(row[k].calls),
-                    static_cast<long long>(row[k].bytes), static_cast<double>(row[k].bytes) / (1024.0 * 1024.0));
-      out << line;
+      if (row[k].calls > 0) report_line(out, name.c_str(), comm_op_name(static_cast<CommOp>(k)), row[k]);
     }
   }
-  std::snprintf(line, sizeof line, "%-14s %-15s %10lld %16lld %14.3f\n", "total", "", static_cast<long long>(calls()),
-                static_cast<long long>(bytes()), static_cast<double>(bytes()) / (1024.0 * 1024.0));
-  out << line;
+  report_line(out, "total", "", CommCount{calls(), bytes()});
   return out.str();
 }
 

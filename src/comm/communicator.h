@@ -18,6 +18,12 @@ namespace optimus::comm {
 
 enum class ReduceOp { sum, max };
 enum class DType { f32, f64, i32 };
+inline constexpr int kDTypeCount = 3;
+
+/// Bytes of one element of type t.
+inline int64_t dtype_size(DType t) {
+  return t == DType::f64 ? 8 : 4;
+}
 
 /// The element types the collectives carry.
 template <typename T>

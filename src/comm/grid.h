@@ -56,8 +56,8 @@ struct Placement2D {
 /// col_comm holds the q ranks with the same j, ordered by i (this rank is i in it). Their ledger
 /// names are "row" and "col". world() is the grid's ranks numbered i·q + j (the given
 /// communicator itself under row-major placement, a renumbered copy otherwise), so a reduction over
-/// it adds in the same order whatever the placement. `overlap` says how the SUMMA products over this grid schedule their
-/// transfers (tp2d/summa.h): with it, step t + 1's broadcasts move during step t's product.
+/// it adds in the same order whatever the placement. `overlap` says how the SUMMA products over this grid schedule
+/// their transfers (tp2d/summa.h): with it, step t + 1's broadcasts move during step t's product.
 class Grid2D {
  public:
   /// Collective over `world` (two splits). Throws core::ConfigError, before any communication
@@ -90,7 +90,7 @@ class Grid2D {
   int i_ = 0;
   int j_ = 0;
   bool overlap_;
-  Communicator* world_;                    // given_, or placed_
+  Communicator* world_;                   // given_, or placed_
   std::unique_ptr<Communicator> placed_;  // given_'s ranks renumbered i·q + j (non-row-major placement)
   std::unique_ptr<Communicator> row_comm_;
   std::unique_ptr<Communicator> col_comm_;

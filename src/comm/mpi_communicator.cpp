@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <stdexcept>
 
 namespace optimus::comm {
@@ -20,19 +21,9 @@ namespace detail {
 namespace {
 
 MPI_Datatype mpi_type(DType t) {
-  switch (t) {
-    case DType::f32:
-      return MPI_FLOAT;
-    case DType::f64:
-      return MPI_DOUBLE;
-    case DType::i32:
-      return MPI_INT32_T;
-  }
-  return MPI_DATATYPE_NULL;
-}
-
-int64_t type_size(DType t) {
-  return t == DType::f64 ? 8 : 4;
+  const MPI_Datatype types[] = {MPI_FLOAT, MPI_DOUBLE, MPI_INT32_T};  // in DType's order
+  static_assert(std::size(types) == kDTypeCount);
+  return types[static_cast<size_t>(t)];
 }
 
 MPI_Op mpi_op(ReduceOp op) {
@@ -142,7 +133,7 @@ std::unique_ptr<Pending> MpiCommunicator::do_start_all_reduce(void* buf, int64_t
 void MpiCommunicator::do_all_gather(void* recv, const void* send, int64_t n, DType t) {
   const int count = mpi_count("all_gather", n);
   // MPI forbids aliased buffers unless the send side is MPI_IN_PLACE.
-  const bool in_place = send == static_cast<const char*>(recv) + rank() * n * type_size(t);
+  const bool in_place = send == static_cast<const char*>(recv) + rank() * n * dtype_size(t);
   OPTIMUS_MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : send, count, mpi_type(t), recv, count, mpi_type(t), comm_));
 }
 

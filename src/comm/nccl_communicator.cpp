@@ -6,9 +6,11 @@
 #include <cuda_runtime.h>
 
 #include <exception>
+#include <iterator>
 #include <stdexcept>
 
 #include "comm/mpi_communicator.h"
+#include "core/errors.h"
 
 namespace optimus::comm {
 
@@ -36,10 +38,10 @@ const char* nccl_advice(ncclResult_t result) {
 
 [[noreturn]] void nccl_failed(ncclResult_t result, const char* call, const char* file, int line) {
   const char* last = ncclGetLastError(nullptr);
-  throw std::runtime_error(std::string("NCCL call failed: ") + call + " at " + file + ":" + std::to_string(line) +
-                           ": expected ncclSuccess, got " + ncclGetErrorString(result) +
-                           (last != nullptr && *last != '\0' ? std::string(" (") + last + ")" : std::string()) + "; " +
-                           nccl_advice(result));
+  const bool said = last != nullptr && *last != '\0';
+  core::call_failed("NCCL", call, file, line, "ncclSuccess",
+                    ncclGetErrorString(result) + (said ? std::string(" (") + last + ")" : std::string()),
+                    nccl_advice(result));
 }
 
 }  // namespace detail
@@ -47,15 +49,9 @@ const char* nccl_advice(ncclResult_t result) {
 namespace {
 
 ncclDataType_t nccl_type(DType t) {
-  switch (t) {
-    case DType::f32:
-      return ncclFloat32;
-    case DType::f64:
-      return ncclFloat64;
-    case DType::i32:
-      return ncclInt32;
-  }
-  return ncclFloat32;
+  constexpr ncclDataType_t types[] = {ncclFloat32, ncclFloat64, ncclInt32};  // in DType's order
+  static_assert(std::size(types) == kDTypeCount);
+  return types[static_cast<size_t>(t)];
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {

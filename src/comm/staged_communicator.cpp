@@ -9,10 +9,6 @@ namespace optimus::comm {
 
 namespace {
 
-size_t type_size(DType t) {
-  return t == DType::f64 ? 8 : 4;
-}
-
 /// Calls f with a null pointer of the element type `t` names, e.g. f(static_cast<float*>(nullptr)).
 template <typename F>
 void with_type(DType t, F&& f) {
@@ -53,7 +49,7 @@ void* StagedCommunicator::staging(size_t bytes) {
 }
 
 void StagedCommunicator::do_all_reduce(void* buf, int64_t n, DType t, ReduceOp op) {
-  const size_t bytes = static_cast<size_t>(n) * type_size(t);
+  const size_t bytes = static_cast<size_t>(n * dtype_size(t));
   void* host = staging(bytes);
   core::copy_bytes_to_host(ctx_, host, buf, bytes);
   with_type(t, [&](auto* type) { host_->all_reduce(static_cast<decltype(type)>(host), n, op); });
@@ -61,7 +57,7 @@ void StagedCommunicator::do_all_reduce(void* buf, int64_t n, DType t, ReduceOp o
 }
 
 void StagedCommunicator::do_broadcast(void* buf, int64_t n, DType t, int root) {
-  const size_t bytes = static_cast<size_t>(n) * type_size(t);
+  const size_t bytes = static_cast<size_t>(n * dtype_size(t));
   void* host = staging(bytes);
   if (rank() == root) core::copy_bytes_to_host(ctx_, host, buf, bytes);
   with_type(t, [&](auto* type) { host_->broadcast(static_cast<decltype(type)>(host), n, root); });
@@ -69,7 +65,7 @@ void StagedCommunicator::do_broadcast(void* buf, int64_t n, DType t, int root) {
 }
 
 void StagedCommunicator::do_reduce(void* buf, int64_t n, DType t, int root, ReduceOp op) {
-  const size_t bytes = static_cast<size_t>(n) * type_size(t);
+  const size_t bytes = static_cast<size_t>(n * dtype_size(t));
   void* host = staging(bytes);
   core::copy_bytes_to_host(ctx_, host, buf, bytes);
   with_type(t, [&](auto* type) { host_->reduce(static_cast<decltype(type)>(host), n, root, op); });
@@ -79,7 +75,7 @@ void StagedCommunicator::do_reduce(void* buf, int64_t n, DType t, int root, Redu
 void StagedCommunicator::do_all_gather(void* recv, const void* send, int64_t n, DType t) {
   // Host layout (size·n): this rank's block is staged at its place, and MPI gathers in place.
   // Copying send before recv is written also serves send == recv + rank·n.
-  const size_t block = static_cast<size_t>(n) * type_size(t);
+  const size_t block = static_cast<size_t>(n * dtype_size(t));
   char* host = static_cast<char*>(staging(block * static_cast<size_t>(size())));
   char* mine = host + block * static_cast<size_t>(rank());
   core::copy_bytes_to_host(ctx_, mine, send, block);
@@ -92,7 +88,7 @@ void StagedCommunicator::do_all_gather(void* recv, const void* send, int64_t n, 
 
 void StagedCommunicator::do_reduce_scatter(void* recv, const void* send, int64_t n, DType t, ReduceOp op) {
   // Host layout: send's size·n elements, then the n this rank keeps.
-  const size_t block = static_cast<size_t>(n) * type_size(t);
+  const size_t block = static_cast<size_t>(n * dtype_size(t));
   const size_t whole = block * static_cast<size_t>(size());
   char* host_send = static_cast<char*>(staging(whole + block));
   char* host_recv = host_send + whole;

@@ -14,4 +14,12 @@ struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Throws the message of a library call that failed (CUDA, cuBLAS, NCCL): which call, where, what
+/// was expected, what came back, and what to do.
+[[noreturn]] inline void call_failed(const std::string& library, const char* call, const char* file, int line,
+                                     const char* expected, const std::string& got, const std::string& advice) {
+  throw std::runtime_error(library + " call failed: " + call + " at " + file + ":" + std::to_string(line) +
+                           ": expected " + expected + ", got " + got + "; " + advice);
+}
+
 }  // namespace optimus::core

@@ -22,6 +22,13 @@ static std::string mib(size_t bytes) {
   return s;
 }
 
+// One line of report(): what, its current bytes and its peak.
+static void report_line(std::ostream& out, const char* what, size_t current, size_t peak) {
+  char line[128];
+  std::snprintf(line, sizeof line, "%-14s current %12s  peak %12s\n", what, mib(current).c_str(), mib(peak).c_str());
+  out << line;
+}
+
 void MemoryLedger::allocate(MemoryCategory c, size_t bytes) {
   bytes = counted(c, bytes);
   MemorySnapshot& n = numbers_;
@@ -57,16 +64,10 @@ void MemoryLedger::reset_peaks() {
 std::string MemoryLedger::report() const {
   std::ostringstream out;
   for (int i = 0; i < kMemoryCategoryCount; ++i) {
-    auto c = static_cast<MemoryCategory>(i);
-    char line[128];
-    std::snprintf(line, sizeof line, "%-14s current %12s  peak %12s\n", memory_category_name(c),
-                  mib(current(c)).c_str(), mib(peak(c)).c_str());
-    out << line;
+    const auto c = static_cast<MemoryCategory>(i);
+    report_line(out, memory_category_name(c), current(c), peak(c));
   }
-  char line[128];
-  std::snprintf(line, sizeof line, "%-14s current %12s  peak %12s\n", "total", mib(current_total()).c_str(),
-                mib(peak_total()).c_str());
-  out << line;
+  report_line(out, "total", current_total(), peak_total());
   return out.str();
 }
 

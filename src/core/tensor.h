@@ -71,24 +71,21 @@ class Buffer {
   MemoryCategory category_ = MemoryCategory::workspace;
 };
 
-/// A part of a Buffer seen as a tensor of its own: where it starts, its shape, its device. It owns
-/// nothing; the Buffer it is in must outlive it. (The gradients of a stage's parameters are views
-/// of one flat Buffer: model/param_set.h.)
+/// A part of a Buffer seen as a tensor of its own: where it starts and its shape (its device is the
+/// Buffer's). It owns nothing; the Buffer it is in must outlive it. (The gradients of a stage's
+/// parameters are views of one flat Buffer: model/param_set.h.)
 class BufferView {
  public:
   BufferView() = default;
-  BufferView(float* data, Shape shape, Device device) : data_(data), shape_(std::move(shape)), device_(device) {}
+  BufferView(float* data, Shape shape) : data_(data), shape_(std::move(shape)) {}
 
   float* data() const { return data_; }
-  const Shape& shape() const { return shape_; }
-  Device device() const { return device_; }
   int64_t numel() const { return shape_.numel(); }
-  size_t bytes() const { return static_cast<size_t>(numel()) * sizeof(float); }
+  const Shape& shape() const { return shape_; }
 
  private:
   float* data_ = nullptr;
   Shape shape_;
-  Device device_ = Device::cpu;
 };
 
 /// An owning allocation of int32 numbers (token ids, targets), on the CPU or a GPU: a Buffer's

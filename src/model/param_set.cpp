@@ -28,7 +28,7 @@ ParamSet ParamSet::create(const GPTConfig& config, const core::Context& ctx,
     const ShardSpec& spec = specs[k];
     const core::Shape local = spec.local_shape();
     ParamTensor t{info, spec, core::Buffer(*ctx.ledger, core::MemoryCategory::parameters, local, ctx.device),
-                  core::BufferView(set.grads.data() + offset, local, ctx.device)};
+                  core::BufferView(set.grads.data() + offset, local)};
     offset += local.numel();
     // A meta context holds no values: there is nothing to draw.
     if (ctx.device == core::Device::meta) {

@@ -31,6 +31,13 @@ ShardSpec ShardSpec::block(const core::Shape& canonical, const std::vector<int64
   return s;
 }
 
+std::vector<Segment> qkv_group_columns(int64_t width, int64_t groups, int64_t group) {
+  const int64_t C = width / 3, columns = C / groups;
+  std::vector<Segment> segments;
+  for (int64_t part = 0; part < 3; ++part) segments.push_back({part * C + group * columns, columns});
+  return segments;
+}
+
 std::vector<Segment> padded_part(int64_t n, int64_t parts, int64_t index) {
   const int64_t len = padded_size(n, parts) / parts, start = index * len;
   const int64_t real = std::clamp<int64_t>(n - start, 0, len);

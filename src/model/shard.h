@@ -25,6 +25,9 @@ inline constexpr int64_t kPadding = -1;
 /// Part `index` of an n-long dimension cut in `parts` equal parts of ⌈n / parts⌉: its canonical
 /// indices, then padding up to the part's length (the last parts are padded when parts ∤ n).
 std::vector<Segment> padded_part(int64_t n, int64_t parts, int64_t index);
+/// Head group `group` of `groups` in the columns of a fused qkv, 3C wide (width = 3C): its Q
+/// columns, then its K columns, then its V columns, each C / groups wide.
+std::vector<Segment> qkv_group_columns(int64_t width, int64_t groups, int64_t group);
 /// ⌈n / parts⌉ · parts: the padded length of a dimension cut that way.
 inline int64_t padded_size(int64_t n, int64_t parts) {
   return (n + parts - 1) / parts * parts;

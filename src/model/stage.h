@@ -35,6 +35,20 @@ class Stage : public Model {
   /// constructor after its own checks.
   void create_params(const std::function<ShardSpec(const ParamInfo&)>& spec);
 
+  /// The dropout of one site of layer `layer` in the last forward's batch: the part of the
+  /// canonical activation's dropout that this rank's slice is (acts_.mine), so every layout drops
+  /// the serial run's elements (model/activations.h).
+  core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
+  /// The residual stream entering block l, as the forward pass keeps it in acts_: the embedding's
+  /// output for l = 0, else block l − 1's output; l = L is the last block's output, the final
+  /// LayerNorm's input.
+  float* residual(int l) const;
+  /// Tells the gradient listener, if there is one, that block l's gradients are whole, on the last
+  /// part of a step's batch (chapter 6: the data-parallel overlap starts their all-reduce).
+  void block_ready(int l) const;
+  /// The same once every gradient is whole (the embeddings' last).
+  void all_ready() const;
+
   GPTConfig config_;
   core::Context ctx_;
   uint32_t seed_;

@@ -29,11 +29,6 @@ model::LocalShapes GPT::local_shapes(int B, int T) const {
       .Vr = config_.vocab_size};
 }
 
-// The dropout of one site, on the whole activation (one device holds all of it).
-core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
-  return model::dropout_spec(config_, acts_, seed_, layer, site);
-}
-
 // ---- forward ------------------------------------------------------------------------------------
 
 float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t step, bool train,
@@ -51,11 +46,8 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   core::position_add_forward(ctx_, acts_.encoded.data(), w.wpe, B, T, C);
   core::dropout_forward(ctx_, acts_.encoded.data(), acts_.encoded.data(), dropout_spec(0, DropoutSite::embedding));
 
-  const float* x = acts_.encoded.data();
-  for (int l = 0; l < config_.n_layer; ++l) {
-    block_forward(l, x);
-    x = acts_.outputs[static_cast<size_t>(l)].data();
-  }
+  for (int l = 0; l < config_.n_layer; ++l) block_forward(l, residual(l));
+  const float* x = residual(config_.n_layer);
 
   // Final LayerNorm, tied LM head (logits = lnf · wteᵀ), cross-entropy.
   core::layernorm_forward(ctx_, acts_.lnf.data(), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), x, w.ln_f_w, w.ln_f_b,
@@ -113,24 +105,23 @@ void GPT::backward() {
   // LM head: d_lnf = d_logits · wte; dwte += d_logitsᵀ · lnf (the first of wte's two gradients).
   core::matmul_backward(ctx_, core::zeroed(ctx_, s.d_ln), dw.wte, s.d_logits.data(), acts_.lnf.data(), w.wte, N, V, C,
                         Trans::no, Trans::yes);
-  const float* x_last = config_.n_layer > 0 ? acts_.outputs.back().data() : acts_.encoded.data();
   core::layernorm_backward(ctx_, {.dinp = core::zeroed(ctx_, s.d_res), .dweight = dw.ln_f_w, .dbias = dw.ln_f_b},
-                           s.d_ln.data(), x_last, w.ln_f_w, acts_.lnf_mean.data(), acts_.lnf_rstd.data(), N, C);
+                           s.d_ln.data(), residual(config_.n_layer), w.ln_f_w, acts_.lnf_mean.data(),
+                           acts_.lnf_rstd.data(), N, C);
 
   // With recomputation each block first reruns its forward from its input (rewriting its output
   // with the same values), which refills the working set its backward reads.
   for (int l = config_.n_layer - 1; l >= 0; --l) {
-    const float* x = l == 0 ? acts_.encoded.data() : acts_.outputs[static_cast<size_t>(l - 1)].data();
-    if (recompute_ == model::Recompute::block) block_forward(l, x);
-    block_backward(l, x);
-    if (listener_ != nullptr && acts_.last_part) listener_->block_ready(l);
+    if (recompute_ == model::Recompute::block) block_forward(l, residual(l));
+    block_backward(l, residual(l));
+    block_ready(l);
   }
 
   // Embedding: through its dropout, then scatter-add into wte (its second gradient) and wpe.
   core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
   core::embedding_backward(ctx_, dw.wte, s.d_branch.data(), acts_.inputs.data(), N, C, 0, V);
   core::position_add_backward(ctx_, dw.wpe, s.d_branch.data(), B, T, C);
-  if (listener_ != nullptr && acts_.last_part) listener_->all_ready();
+  all_ready();
 }
 
 // On entry s.d_res = dL/d(block output); on exit s.d_res = dL/dx (the block's input).

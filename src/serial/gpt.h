@@ -53,7 +53,6 @@ class GPT final : public model::Stage {
 
  private:
   model::LocalShapes local_shapes(int B, int T) const;  // what this rank holds of a batch (B, T)
-  core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
   void block_forward(int l, const float* x);
   void block_backward(int l, const float* x);
 };

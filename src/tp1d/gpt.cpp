@@ -42,6 +42,9 @@ model::SpecOfRank GPT::spec_of() const {
 
 // Every row and column of the residual stream, or with sequence parallelism my slice of its rows
 // [r·N/p, (r+1)·N/p); of the heads and of a branch's columns my 1/p; my vocabulary columns.
+// Replicated activations then drop the same (canonical) elements on every rank, exactly as the
+// serial run does (model::Stage::dropout_spec); the attention probabilities of this rank's heads
+// are the block (B, NH/p, T*T) at head offset r·NH/p of the canonical (B, NH, T*T).
 model::LocalShapes GPT::local_shapes(int B, int T) const {
   const int64_t N = int64_t{B} * T, NHp = config_.n_head / p_, Nl = region_.rows(N);
   return {.mine = {.B = B,
@@ -73,10 +76,10 @@ void GPT::allocate_checkpoints(int64_t Nl) {
 }
 
 // Block l's input, the residual stream entering it (l = L: the last block's output, ln_f's input):
-// encoded or outputs[l − 1]; with distributed checkpoints the whole buffer of the pair that is l's.
-float* GPT::residual(int l) {
+// model::Stage's, or with distributed checkpoints the whole buffer of the pair that is l's.
+float* GPT::residual(int l) const {
   if (distributed_) return checkpoints_.whole[static_cast<size_t>(l % 2)].data();
-  return l == 0 ? acts_.encoded.data() : acts_.outputs[static_cast<size_t>(l - 1)].data();
+  return model::Stage::residual(l);
 }
 
 // Keeps rank r's piece r of block l's input, elements [r·piece, (r+1)·piece) of its Nl·C (the
@@ -91,13 +94,6 @@ void GPT::keep_checkpoint(int l) {
 void GPT::restore_checkpoint(int l) {
   const core::Buffer& piece = checkpoints_.pieces[static_cast<size_t>(l)];
   tp().all_gather(residual(l), piece.data(), piece.numel());
-}
-
-// Replicated activations drop the same (canonical) elements on every rank, exactly as the serial
-// run does; the attention probabilities of this rank's heads are the block (B, NH/p, T*T) at head
-// offset r·NH/p of the canonical (B, NH, T*T).
-core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
-  return model::dropout_spec(config_, acts_, seed_, layer, site);
 }
 
 // ---- forward ------------------------------------------------------------------------------------
@@ -220,12 +216,12 @@ void GPT::backward() {
     if (distributed_) restore_checkpoint(l);
     if (recompute_ == model::Recompute::block) block_forward(l, residual(l), residual(l + 1));
     block_backward(l, residual(l));
-    if (listener_ != nullptr && acts_.last_part) listener_->block_ready(l);
+    block_ready(l);
   }
 
   core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
   embedding_backward(dw.wte, dw.wpe);
-  if (listener_ != nullptr && acts_.last_part) listener_->all_ready();
+  all_ready();
 
   // Each rank's LayerNorms saw only its rows: sum their gradients over the ranks, in one bucket
   // (after the step's last part when the step accumulates several).

@@ -68,9 +68,8 @@ class GPT final : public model::Stage {
 
  private:
   model::LocalShapes local_shapes(int B, int T) const;  // what this rank holds of a batch (B, T)
-  core::DropoutSpec dropout_spec(int layer, core::DropoutSite site) const;
   void allocate_checkpoints(int64_t Nl);
-  float* residual(int l);
+  float* residual(int l) const;  // model::Stage::residual, or the distributed checkpoints' buffers
   void keep_checkpoint(int l);
   void restore_checkpoint(int l);
   void embedding_forward(float* out, const float* wte, const float* wpe);

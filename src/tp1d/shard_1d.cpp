@@ -8,7 +8,6 @@
 namespace optimus::tp1d {
 
 using model::ParamKind;
-using model::Segment;
 using model::ShardSpec;
 
 void check_divisible(const model::GPTConfig& c, int p) {
@@ -43,14 +42,9 @@ ShardSpec spec_1d(const model::ParamInfo& info, int p, int r) {
     case ParamKind::mlp_fc_bias:
       return ShardSpec::block(info.shape, {p}, {r});
     case ParamKind::attn_qkv_weight:
-    case ParamKind::attn_qkv_bias: {
-      // Head group r's Q columns, then its K columns, then its V columns.
-      const int64_t width = info.shape[info.shape.rank() - 1] / 3;  // C
-      const int64_t group = width / p;
-      std::vector<Segment> cols;
-      for (int part = 0; part < 3; ++part) cols.push_back({part * width + r * group, group});
+    case ParamKind::attn_qkv_bias: {  // head group r's Q, K and V columns
       ShardSpec s = ShardSpec::whole(info.shape);
-      s.dims.back() = cols;
+      s.dims.back() = model::qkv_group_columns(info.shape[info.shape.rank() - 1], p, r);
       return s;
     }
     case ParamKind::position_embedding:

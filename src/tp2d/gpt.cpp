@@ -46,6 +46,11 @@ model::SpecOfRank GPT::spec_of() const {
 
 // Batch block i (its B/q sequences, so rows [i·N/q, (i+1)·N/q)), C block j, head group j, vocabulary
 // block j of the logits.
+// Every tile then drops exactly the canonical elements the serial run drops (model::Stage::
+// dropout_spec): an activation tile is rows [i·N/q, (i+1)·N/q) and columns [j·C/q, (j+1)·C/q) of
+// the canonical (N, C); the attention probabilities of my (batch block, head group) are the block
+// (B/q, NH/q, T*T) at offset (i·B/q, j·NH/q, 0) of the canonical (B, NH, T*T). (The original
+// Optimus code drew the same mask on every tile, which correlates the tiles' dropout.)
 model::LocalShapes GPT::local_shapes(int B, int T) const {
   const int64_t Bb = B / q_, Nb = Bb * T, Cb = config_.n_embd / q_, NHb = config_.n_head / q_;
   return {.mine = {.B = B,
@@ -62,15 +67,6 @@ model::LocalShapes GPT::local_shapes(int B, int T) const {
           .Fr = config_.ffn() / q_,
           .Vr = Vb_,
           .target_logits = true};
-}
-
-// Every tile drops exactly the canonical elements the serial run drops: an activation tile is
-// rows [i·N/q, (i+1)·N/q) and columns [j·C/q, (j+1)·C/q) of the canonical (N, C); the attention
-// probabilities of my (batch block, head group) are the block (B/q, NH/q, T*T) at offset
-// (i·B/q, j·NH/q, 0) of the canonical (B, NH, T*T). (The original Optimus code drew the same mask
-// on every tile, which correlates the tiles' dropout.)
-core::DropoutSpec GPT::dropout_spec(int layer, DropoutSite site) const {
-  return model::dropout_spec(config_, acts_, seed_, layer, site);
 }
 
 // ---- forward ------------------------------------------------------------------------------------
@@ -91,11 +87,8 @@ float GPT::forward(const int* inputs, const int* targets, int B, int T, uint32_t
   core::position_add_forward(ctx_, acts_.encoded.data(), w.wpe, B / q_, T, Cb);
   core::dropout_forward(ctx_, acts_.encoded.data(), acts_.encoded.data(), dropout_spec(0, DropoutSite::embedding));
 
-  const float* x = acts_.encoded.data();
-  for (int l = 0; l < config_.n_layer; ++l) {
-    block_forward(l, x);
-    x = acts_.outputs[static_cast<size_t>(l)].data();
-  }
+  for (int l = 0; l < config_.n_layer; ++l) block_forward(l, residual(l));
+  const float* x = residual(config_.n_layer);
 
   // Final LayerNorm (row statistics), tied LM head by SUMMA A·Bᵀ (logits of batch block i for
   // vocabulary block j), vocab-parallel cross-entropy along the row.
@@ -161,24 +154,23 @@ void GPT::backward() {
   // LM head, the backward of A·Bᵀ: d_lnf = d_logits · wte (SUMMA A·B), dwte += d_logitsᵀ · lnf (SUMMA Aᵀ·B).
   summa_abt_backward(ctx_, grid_, core::zeroed(ctx_, s.d_ln), dw.wte, s.d_logits.data(), acts_.lnf.data(), w.wte, N, V,
                      C);
-  const float* x_last = config_.n_layer > 0 ? acts_.outputs.back().data() : acts_.encoded.data();
   layernorm_2d_backward(ctx_, grid_, {.dinp = core::zeroed(ctx_, s.d_res), .dweight = dw.ln_f_w, .dbias = dw.ln_f_b},
-                        s.d_ln.data(), x_last, w.ln_f_w, acts_.lnf_mean.data(), acts_.lnf_rstd.data(), N, C);
+                        s.d_ln.data(), residual(config_.n_layer), w.ln_f_w, acts_.lnf_mean.data(),
+                        acts_.lnf_rstd.data(), N, C);
 
   // With recomputation each block first reruns its forward (its SUMMA products and LayerNorm
   // all-reduces too) from its input, which refills the working set its backward reads.
   for (int l = config_.n_layer - 1; l >= 0; --l) {
-    const float* x = l == 0 ? acts_.encoded.data() : acts_.outputs[static_cast<size_t>(l - 1)].data();
-    if (recompute_ == model::Recompute::block) block_forward(l, x);
-    block_backward(l, x);
-    if (listener_ != nullptr && acts_.last_part) listener_->block_ready(l);
+    if (recompute_ == model::Recompute::block) block_forward(l, residual(l));
+    block_backward(l, residual(l));
+    block_ready(l);
   }
 
   // Embedding: all-gather the column's gradient rows, scatter-add those of my vocabulary block.
   core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(), dropout_spec(0, DropoutSite::embedding));
   embedding_2d_backward(ctx_, grid_, dw.wte, s.d_branch.data(), acts_.inputs.data(), N, C, V);
   core::position_add_backward(ctx_, dw.wpe, s.d_branch.data(), B / q_, T, Cb);
-  if (listener_ != nullptr && acts_.last_part) listener_->all_ready();
+  all_ready();
 
   // The gradients of the column-replicated parameters, summed over the column's q row blocks in
   // one flat bucket: one call per step instead of one per tensor (about 13·L + 3 of them), after

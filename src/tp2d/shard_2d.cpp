@@ -59,14 +59,9 @@ ShardSpec block_2d(const model::ParamInfo& info, int q, int i, int j) {
     case ParamKind::mlp_proj_weight:   // (F block i, C block j)
       return ShardSpec::block(info.shape, {q, q}, {i, j});
     case ParamKind::attn_qkv_weight:
-    case ParamKind::attn_qkv_bias: {
-      // Columns: head group j's Q columns, then its K columns, then its V columns.
-      const int64_t width = info.shape[info.shape.rank() - 1] / 3;  // C
-      const int64_t group = width / q;
-      std::vector<Segment> cols;
-      for (int part = 0; part < 3; ++part) cols.push_back({part * width + j * group, group});
+    case ParamKind::attn_qkv_bias: {  // columns: head group j's Q, K and V columns
       ShardSpec s = ShardSpec::whole(info.shape);
-      s.dims.back() = cols;
+      s.dims.back() = model::qkv_group_columns(info.shape[info.shape.rank() - 1], q, j);
       if (info.kind == ParamKind::attn_qkv_weight) {
         const int64_t rows = info.shape[0] / q;  // rows: C block i
         s.dims.front() = {Segment{i * rows, rows}};

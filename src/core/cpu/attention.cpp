@@ -94,6 +94,38 @@ void causal_softmax_backward(float* datt, const float* att, int T) {
   }
 }
 
+// The sizes both passes work in: a head's width HS, qkv's row stride 3C, a (T, T) slot TT, and
+// the scores' scale 1/√HS.
+struct HeadSizes {
+  int HS, C3;
+  int64_t TT;
+  float score_scale;
+};
+
+HeadSizes head_sizes(int T, int C, int NH) {
+  const int HS = C / NH;
+  return {HS, 3 * C, static_cast<int64_t>(T) * T, 1.0f / std::sqrt(static_cast<float>(HS))};
+}
+
+// `slots` (T, T) slots per thread the op plans for, for what dropout needs; none without it.
+// Recorded in the context's ledger on every device (a meta ledger is a CPU run's).
+Buffer dropout_slots(const Context& ctx, const DropoutSpec& drop, int slots, int64_t TT) {
+  return Buffer(*ctx.ledger, MemoryCategory::workspace, {drop.p > 0.0f ? scratch_threads(ctx) : 0, slots, TT},
+                ctx.device);  // (threads, slots, T*T)
+}
+
+// Runs body(pieces, b, h) for each of the B·NH (sequence, head) pairs: one OpenMP loop over the
+// pairs, single-threaded BLAS inside. `pieces` is the context unrecorded (the op has recorded its
+// whole cost) for the products and the dropout of a pair. A meta context runs none: it only records.
+template <typename Body>
+void for_each_head(const Context& ctx, int B, int NH, const Body& body) {
+  if (ctx.device == Device::meta) return;
+  const Context pieces = unrecorded(ctx);
+  SingleThreadedBlas one_blas_thread;
+#pragma omp parallel for schedule(static)
+  for (int bh = 0; bh < B * NH; ++bh) body(pieces, bh / NH, bh % NH);
+}
+
 // ---- costs (op_ledger.h's conventions), dense on the T×T scores of each of the B·NH pairs ------
 // Forward: scores q·kᵀ 2·T²·HS; softmax five per score (max, subtract, exp, sum, scale by
 // 1 / sum); dropout one per score when p > 0; att·v 2·T²·HS. Backward: dv and d(att) 2·T²·HS
@@ -125,25 +157,14 @@ void attention_forward(const Context& ctx, float* out, float* att, const float* 
   check_dropout_block(drop, B, NH, T, __func__);  // before the dispatch: one check for both devices
   const OpStopwatch stopwatch = record_op(ctx, attention_forward_cost(B, T, C, NH, drop.p));
   OPTIMUS_DISPATCH_CUDA(ctx, cuda::attention_forward(ctx, out, att, qkv, B, T, C, NH, drop));
-  const int HS = C / NH;
-  const int C3 = 3 * C;
-  const int64_t TT = static_cast<int64_t>(T) * T;
-  const float score_scale = 1.0f / std::sqrt(static_cast<float>(HS));
-  // One (T, T) slot per thread for the dropped probabilities; none without dropout.
-  const int threads = scratch_threads(ctx);
-  Buffer dropped(*ctx.ledger, MemoryCategory::workspace, {drop.p > 0.0f ? threads : 0, TT},
-                 ctx.device);              // (threads, T*T)
-  if (ctx.device == Device::meta) return;  // meta: the CPU's scratch recorded, nothing computed
-  const Context pieces = unrecorded(ctx);
-  SingleThreadedBlas one_blas_thread;
+  const auto [HS, C3, TT, score_scale] = head_sizes(T, C, NH);
+  Buffer dropped = dropout_slots(ctx, drop, 1, TT);  // the dropped probabilities
 
-#pragma omp parallel for schedule(static)
-  for (int bh = 0; bh < B * NH; ++bh) {
-    const int b = bh / NH, h = bh % NH;
+  for_each_head(ctx, B, NH, [&](const Context& pieces, int b, int h) {
     const float* q = qkv + static_cast<int64_t>(b) * T * C3 + h * HS;  // (T, HS), row stride 3C
     const float* k = q + C;                                            // (T, HS), row stride 3C
     const float* v = q + 2 * C;                                        // (T, HS), row stride 3C
-    float* a = att + bh * TT;                                          // (T, T)
+    float* a = att + (static_cast<int64_t>(b) * NH + h) * TT;          // (T, T)
     float* y = out + static_cast<int64_t>(b) * T * C + h * HS;         // (T, HS), row stride C
 
     matmul_strided(pieces, a, T, q, C3, k, C3, T, T, HS, Trans::no, Trans::yes, score_scale, 0.0f);
@@ -155,7 +176,7 @@ void attention_forward(const Context& ctx, float* out, float* att, const float* 
       a_used = slot;
     }
     matmul_strided(pieces, y, C, a_used, T, v, C3, T, HS, T, Trans::no, Trans::no, 1.0f, 0.0f);
-  }
+  });
 }
 
 void attention_backward(const Context& ctx, float* dqkv, float* datt, const float* dout, const float* qkv,
@@ -164,21 +185,10 @@ void attention_backward(const Context& ctx, float* dqkv, float* datt, const floa
   if (dqkv == nullptr) return;                    // nothing asked, nothing done or recorded (on every device)
   const OpStopwatch stopwatch = record_op(ctx, attention_backward_cost(B, T, C, NH, drop.p));
   OPTIMUS_DISPATCH_CUDA(ctx, cuda::attention_backward(ctx, dqkv, datt, dout, qkv, att, B, T, C, NH, drop));
-  const int HS = C / NH;
-  const int C3 = 3 * C;
-  const int64_t TT = static_cast<int64_t>(T) * T;
-  const float score_scale = 1.0f / std::sqrt(static_cast<float>(HS));
-  // Two (T, T) slots per thread: the dropped probabilities and their gradient.
-  const int threads = scratch_threads(ctx);
-  Buffer scratch(*ctx.ledger, MemoryCategory::workspace, {drop.p > 0.0f ? threads : 0, 2, TT},
-                 ctx.device);              // (threads, 2, T*T)
-  if (ctx.device == Device::meta) return;  // meta: the CPU's scratch recorded, nothing computed
-  const Context pieces = unrecorded(ctx);
-  SingleThreadedBlas one_blas_thread;
+  const auto [HS, C3, TT, score_scale] = head_sizes(T, C, NH);
+  Buffer scratch = dropout_slots(ctx, drop, 2, TT);  // the dropped probabilities and their gradient
 
-#pragma omp parallel for schedule(static)
-  for (int bh = 0; bh < B * NH; ++bh) {
-    const int b = bh / NH, h = bh % NH;
+  for_each_head(ctx, B, NH, [&](const Context& pieces, int b, int h) {
     const int64_t offset = static_cast<int64_t>(b) * T * C3 + h * HS;
     const float* q = qkv + offset;                                      // (T, HS), row stride 3C
     const float* k = q + C;                                             // (T, HS), row stride 3C
@@ -187,8 +197,8 @@ void attention_backward(const Context& ctx, float* dqkv, float* datt, const floa
     float* dk = dq + C;                                                 // (T, HS), row stride 3C
     float* dv = dq + 2 * C;                                             // (T, HS), row stride 3C
     const float* dy = dout + static_cast<int64_t>(b) * T * C + h * HS;  // (T, HS), row stride C
-    const float* a = att + bh * TT;                                     // (T, T)
-    float* da = datt + bh * TT;                                         // (T, T)
+    const float* a = att + (static_cast<int64_t>(b) * NH + h) * TT;     // (T, T)
+    float* da = datt + (static_cast<int64_t>(b) * NH + h) * TT;         // (T, T)
 
     // out = a_used · v, where a_used = dropout(a): dv += a_usedᵀ · dy, d(a_used) = dy · vᵀ.
     if (drop.p > 0.0f) {
@@ -208,7 +218,7 @@ void attention_backward(const Context& ctx, float* dqkv, float* datt, const floa
     // scores = score_scale · q · kᵀ
     matmul_strided(pieces, dq, C3, da, T, k, C3, T, HS, T, Trans::no, Trans::no, score_scale, 1.0f);
     matmul_strided(pieces, dk, C3, da, T, q, C3, T, HS, T, Trans::yes, Trans::no, score_scale, 1.0f);
-  }
+  });
 }
 
 }  // namespace optimus::core

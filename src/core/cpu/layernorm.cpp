@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/cpu/column_strips.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
@@ -149,18 +150,12 @@ void layernorm_backward_apply(const Context& ctx, const LayerGrads& add_to, cons
     }
   }
   if (dweight == nullptr && dbias == nullptr) return;
-  // dweight and dbias are sums over rows: threads own strips of columns and walk down the rows,
-  // which reads whole cache lines and sums each column in row order for any thread count.
-  constexpr int kStrip = 16;
-  const int strips = (C + kStrip - 1) / kStrip;
-#pragma omp parallel for schedule(static)
-  for (int s = 0; s < strips; ++s) {
-    const int c0 = s * kStrip;
-    const int width = std::min(kStrip, C - c0);
+  // dweight and dbias are sums over rows, column by column.
+  for_each_column_strip(C, [&](int c0, int width) {
     float dw[kStrip] = {}, db[kStrip] = {};
     for (int n = 0; n < N; ++n) {
-      const float* x = inp + static_cast<int64_t>(n) * C + c0;
-      const float* dy = dout + static_cast<int64_t>(n) * C + c0;
+      const float* x = inp + static_cast<int64_t>(n) * C + c0;    // (width) of row n
+      const float* dy = dout + static_cast<int64_t>(n) * C + c0;  // (width) of row n
       for (int c = 0; c < width; ++c) {
         dw[c] += dy[c] * (x[c] - mean[n]) * rstd[n];
         db[c] += dy[c];
@@ -170,7 +165,7 @@ void layernorm_backward_apply(const Context& ctx, const LayerGrads& add_to, cons
       if (dweight != nullptr) dweight[c0 + c] += dw[c];
       if (dbias != nullptr) dbias[c0 + c] += db[c];
     }
-  }
+  });
 }
 
 // ---- the serial composites: the pieces over whole rows ----------------------------------------

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "core/cpu/column_strips.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
@@ -107,21 +108,14 @@ void bias_add_forward(const Context& ctx, float* out, const float* bias, int N, 
 
 void bias_add_backward(const Context& ctx, float* dbias, const float* dout, int N, int OC) {
   OPTIMUS_DISPATCH(ctx, bias_add_backward_cost(N, OC), cuda::bias_add_backward(ctx, dbias, dout, N, OC));
-  // Threads own strips of kStrip columns and walk down the rows, so every read is a whole cache
-  // line and every column is summed in row order whatever the thread count (deterministic).
-  constexpr int kStrip = 16;
-  const int strips = (OC + kStrip - 1) / kStrip;
-#pragma omp parallel for schedule(static)
-  for (int s = 0; s < strips; ++s) {
-    const int o0 = s * kStrip;
-    const int width = std::min(kStrip, OC - o0);
+  for_each_column_strip(OC, [&](int o0, int width) {
     float acc[kStrip] = {};
     for (int n = 0; n < N; ++n) {
-      const float* row = dout + static_cast<int64_t>(n) * OC + o0;
+      const float* row = dout + static_cast<int64_t>(n) * OC + o0;  // (width) of row n
       for (int o = 0; o < width; ++o) acc[o] += row[o];
     }
     for (int o = 0; o < width; ++o) dbias[o0 + o] += acc[o];
-  }
+  });
 }
 
 }  // namespace optimus::core

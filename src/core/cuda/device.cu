@@ -18,6 +18,7 @@
 #include "core/cuda/common.cuh"
 #include "core/cuda/cuda_ops.h"
 #include "core/cuda/device_memory.h"
+#include "core/errors.h"
 
 namespace optimus::core {
 
@@ -66,16 +67,15 @@ const char* cublas_advice(cublasStatus_t status) {
 
 }  // namespace
 
-[[noreturn]] void cuda_failed(cudaError_t code, const char* call, const char* file, int line) {
-  throw std::runtime_error(std::string("CUDA call failed: ") + call + " at " + file + ":" + std::to_string(line) +
-                           ": expected cudaSuccess, got " + cudaGetErrorName(code) + " (" + cudaGetErrorString(code) +
-                           "); " + cuda_advice(code));
+[[noreturn]] void failed(cudaError_t code, const char* call, const char* file, int line) {
+  call_failed("CUDA", call, file, line, "cudaSuccess",
+              std::string(cudaGetErrorName(code)) + " (" + cudaGetErrorString(code) + ")", cuda_advice(code));
 }
 
-[[noreturn]] void cublas_failed(cublasStatus_t status, const char* call, const char* file, int line) {
-  throw std::runtime_error(std::string("cuBLAS call failed: ") + call + " at " + file + ":" + std::to_string(line) +
-                           ": expected CUBLAS_STATUS_SUCCESS, got " + cublasGetStatusName(status) + " (" +
-                           cublasGetStatusString(status) + "); " + cublas_advice(status));
+[[noreturn]] void failed(cublasStatus_t status, const char* call, const char* file, int line) {
+  call_failed("cuBLAS", call, file, line, "CUBLAS_STATUS_SUCCESS",
+              std::string(cublasGetStatusName(status)) + " (" + cublasGetStatusString(status) + ")",
+              cublas_advice(status));
 }
 
 }  // namespace cuda::detail
@@ -161,10 +161,10 @@ Context cuda_context(MemoryLedger& ledger, int device_index, CudaOptions options
   resources->device = device_index;
   // A blocking stream: it waits for the legacy default stream, where Buffer's cudaMemset runs.
   OPTIMUS_CUDA_CHECK(cudaStreamCreate(&resources->stream));
-  OPTIMUS_CUBLAS_CHECK(cublasCreate(&resources->cublas));
-  OPTIMUS_CUBLAS_CHECK(cublasSetStream(resources->cublas, resources->stream));
+  OPTIMUS_CUDA_CHECK(cublasCreate(&resources->cublas));
+  OPTIMUS_CUDA_CHECK(cublasSetStream(resources->cublas, resources->stream));
   // CUBLAS_DEFAULT_MATH computes float32 products in float32; TF32 only when asked for.
-  OPTIMUS_CUBLAS_CHECK(
+  OPTIMUS_CUDA_CHECK(
       cublasSetMathMode(resources->cublas, options.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 
   Context ctx;

@@ -58,11 +58,11 @@ void gemm(const Context& ctx, float* c, int ldc, int64_t stride_c, const float* 
   }
   // Column-major: Cᵀ (N, M) = op(B)ᵀ (N, K) · op(A)ᵀ (K, M); the flags carry over unchanged.
   if (batch == 1) {
-    OPTIMUS_CUBLAS_CHECK(
+    OPTIMUS_CUDA_CHECK(
         cublasSgemm(cublas_of(ctx), to_cublas(tb), to_cublas(ta), N, M, K, &alpha, b, ldb, a, lda, &beta, c, ldc));
   } else {
-    OPTIMUS_CUBLAS_CHECK(cublasSgemmStridedBatched(cublas_of(ctx), to_cublas(tb), to_cublas(ta), N, M, K, &alpha, b,
-                                                   ldb, stride_b, a, lda, stride_a, &beta, c, ldc, stride_c, batch));
+    OPTIMUS_CUDA_CHECK(cublasSgemmStridedBatched(cublas_of(ctx), to_cublas(tb), to_cublas(ta), N, M, K, &alpha, b, ldb,
+                                                 stride_b, a, lda, stride_a, &beta, c, ldc, stride_c, batch));
   }
 }
 
