@@ -35,7 +35,8 @@ for model in ("tiny", "small"):
           f"{torch['tokens_per_s']:>8.0f} {gf:>8.1f} {'':>9}")
     print(f"{model:6} speed-up of our best over PyTorch's best: {torch['step_ms'] / best['step_ms']:.2f}x "
           f"(step), {torch['forward_ms'] / best['forward_ms']:.2f}x (forward); "
-          f"sgemm rate measured {best['matmul_gflops']:.0f} GFLOP/s, model at {100 * best['fraction_of_matmul']:.0f}% of it")
+          f"its own matrix products (linears, LM head) alone at {best['matmul_gflops']:.0f} GFLOP/s, "
+          f"model at {100 * best['fraction_of_matmul']:.0f}% of it")
 ops = next(r for r in rows if "ops" in r)["ops"]
 total = sum(ops.values())
 top = sorted(ops.items(), key=lambda kv: -kv[1])[:5]

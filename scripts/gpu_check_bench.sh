@@ -1,7 +1,7 @@
 # The GPU check's benchmark step (sourced by scripts/gpu_check.sh, which defines log, cap, $out,
 # $build, $root and dry_run): stage 1 on GPT-2 124M's shapes (C=768, L=12, NH=12, T=1024, V=50304,
-# B=$GPU_CHECK_BATCH, default 8) with `optimus bench --device cuda` (which measures cuBLAS sgemm's
-# float32 rate first), then the same model in PyTorch eager in the same run
+# B=$GPU_CHECK_BATCH, default 8) with `optimus bench --device cuda` (which first measures the float32
+# rate of the model's own matrix products through cuBLAS, matmul_gflops), then the same model in PyTorch eager in the same run
 # (scripts/bench_torch.py: float32, then TF32). Model FLOPs per token: 6·N + 6·L·C·T (N
 # parameters, the tied head counted once), the formula of `optimus bench`. Writes bench.log and
 # gpu.jsonl (one dated line per implementation, with the machine and the commit: the lines for
@@ -66,7 +66,7 @@ if ours is None:
     sys.exit(0)
 L, C, T, B = ours["L"], ours["C"], ours["T"], ours["B"]
 flops_per_token = 6 * ours["params"] + 6 * L * C * T  # the formula of optimus bench
-sgemm = ours["matmul_gflops"] / 1e3                   # TFLOP/s, cuBLAS float32, measured first
+sgemm = ours["matmul_gflops"] / 1e3  # TFLOP/s: the model's products through cuBLAS, float32, measured first
 common = {"date": stamp.split("; ")[1] if "; " in stamp else "", "machine": gpu,
           "commit": stamp.rsplit("commit ", 1)[-1], "model": ours["model"], "B": B, "T": T, "L": L, "C": C,
           "NH": ours["NH"], "V": ours["V"], "params": ours["params"], "flops_per_token": "6N + 6*L*C*T",
@@ -83,7 +83,7 @@ with open(jsonl, "w") as f:
     for o in out:
         f.write(json.dumps(o) + "\n")
 print(f"\nstage 1 on {ours['model']} shapes (L={L} C={C} NH={ours['NH']} T={T} V={ours['V']}), B={B}, "
-      f"on {gpu}; sgemm (fp32) {sgemm:.1f} TFLOP/s")
+      f"on {gpu}; its matrix products alone (fp32) {sgemm:.1f} TFLOP/s")
 print(f"{'impl':22} {'step ms':>9} {'fwd ms':>8} {'tokens/s':>10} {'TFLOP/s':>8} {'of sgemm':>9} {'peak MiB':>9}")
 for o in out:
     print(f"{o['impl']:22} {o['step_ms']:>9.1f} {o['forward_ms']:>8.1f} {o['tokens_per_s']:>10.0f} "

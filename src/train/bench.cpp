@@ -16,6 +16,7 @@
 #include "core/ops.h"
 #include "io/json_text.h"
 #include "train/data_parallel.h"
+#include "train/gemm_reference.h"
 #include "train/layout.h"
 #include "train/memory_check.h"
 #include "train/optimizer.h"
@@ -171,6 +172,7 @@ std::string timings_line(const BenchOptions& o, int ranks, const model::GPTConfi
                    {"tokens_per_s", rounded(1e3 * tokens / step, 1)},
                    {"flops_per_token", "6N + 6*L*C*T"},
                    {"gflops", rounded(gflops, 2)},
+                   {"matmul_reference", "the model's linear and LM-head products, per rank, summed over ranks"},
                    {"matmul_gflops", rounded(matmul, 2)},
                    {"fraction_of_matmul", rounded(gflops / matmul, 3)},
                    {"peak_memory_mib", memory_json(ledger)},
@@ -187,28 +189,6 @@ std::string timings_line(const BenchOptions& o, int ranks, const model::GPTConfi
 
 }  // namespace
 
-double measure_matmul_gflops(const core::Context& device) {
-  const int n = device.device == core::Device::cpu ? 1024 : 4096;  // a GPU needs a larger product to fill it
-  core::MemoryLedger ledger;                                       // the product's buffers are not the model's
-  core::Context ctx = device;
-  ctx.ledger = &ledger;
-  core::Buffer a(ledger, core::MemoryCategory::workspace, {n, n}, ctx.device),
-      b(ledger, core::MemoryCategory::workspace, {n, n}, ctx.device),
-      c(ledger, core::MemoryCategory::workspace, {n, n}, ctx.device);
-  std::vector<float> host(static_cast<size_t>(a.numel()));
-  for (size_t k = 0; k < host.size(); ++k) host[k] = 1.0f / static_cast<float>(1 + k % 7);
-  core::copy_to_device(ctx, a.data(), host.data(), a.numel());
-  core::copy_to_device(ctx, b.data(), host.data(), b.numel());
-  std::vector<double> ms;
-  for (int r = 0; r < 6; ++r) {
-    core::synchronize(ctx);
-    const auto t0 = Clock::now();
-    core::matmul(ctx, c.data(), a.data(), b.data(), n, n, n, core::Trans::no, core::Trans::no);
-    core::synchronize(ctx);
-    if (r > 0) ms.push_back(ms_since(t0));
-  }
-  return 2.0 * n * n * n / (median(ms) * 1e6);
-}
 void require_bench_options(const BenchOptions& o) {
   auto check = [](bool ok, const std::string& flag, const std::string& must, const std::string& value) {
     if (!ok) throw core::ConfigError(flag + " must be " + must + ", but is " + value);
@@ -246,9 +226,10 @@ std::string bench(const BenchOptions& o, comm::World& world) {
   core::OpClock clock;  // --op-times: each kind's time in the step
   core::Context ctx = make_context(o.device, world);
   if (o.op_times) ctx.clock = &clock;
-  // The machine's matrix-product rate first, before the model takes its memory. Every rank
-  // measures at the same time, so the machine's rate is the sum over ranks.
-  double matmul = measure_matmul_gflops(ctx);
+  // The rate of the model's own matrix products first, before the model takes its memory: each
+  // rank times its products of one pass of a micro-batch (B / (D·K) sequences), all ranks at the
+  // same time, and their rates add up to the world's, which the model's FLOP rate is too.
+  double matmul = measure_products_gflops(ctx, pass_products(config, o.layout, P, B / (D * K) * T, o.stage.recompute));
   world.comm().all_reduce(&matmul, 1);
   std::vector<int> inputs, targets;
   bench_tokens(inputs, targets, B, T, config.vocab_size);

@@ -1,14 +1,16 @@
 // The benchmark of a stage in any layout (`optimus bench`): median training-step time (forward,
 // backward, clipping, AdamW) and forward-only time over several steps after a warm-up, tokens/s,
-// model FLOP/s by the formula (6N + 6·L·C·T) FLOPs per token, the fraction of this machine's
-// measured matrix-product rate (summed over the ranks, each measuring at the same time), the ledger's peak memory by
-// category and the communication of one training step per rank (calls and bytes by operation); with --op-times
-// also the step's time in each kind of op (core::OpClock). One JSON line per run.
+// model FLOP/s by the formula (6N + 6·L·C·T) FLOPs per token, the fraction that is of the rate at
+// which this machine runs the model's own matrix products (matmul_gflops: each rank's linear and
+// LM-head products of a pass in the benched layout, train/gemm_reference.h, timed by every rank at
+// the same time and summed over the ranks), the ledger's peak memory by category and the
+// communication of one training step per rank (calls and bytes by operation); with --op-times also
+// the step's time in each kind of op (core::OpClock). One JSON line per run.
 // With --data-parallel D the world holds D copies of the layout (train::DataParallel), each timing
 // its B / D sequences, and the step ends with the trainer's sum of the gradients over the copies,
 // whose time is also reported alone; with --grad-accum K each copy runs its share in K passes.
 // With --device cuda the same on the GPU: every timed region starts and ends with the stream
-// synchronised, the matrix-product rate is cuBLAS sgemm's on that GPU (TF32 off, as the model
+// synchronised, the products are timed through cuBLAS on that GPU (TF32 off, as the model
 // computes), and the memory is the device ledger's.
 #pragma once
 
@@ -57,10 +59,5 @@ std::string step_under_budget(const BenchOptions& options, comm::World& world, i
 /// Throws core::ConfigError, on every rank alike, when this machine cannot hold the budget of
 /// --max-batch-budget (the confirming step allocates up to it).
 void require_budget_fits_machine(const BenchOptions& options, comm::World& world);
-
-/// The sgemm rate of the context's device in GFLOP/s: the median of 5 products of n×n matrices
-/// after one unmeasured, n = 1024 on the CPU (OpenBLAS), 4096 on a GPU (cuBLAS, the context's math
-/// mode: float32 unless TF32 was asked for), each timed between two synchronisations.
-double measure_matmul_gflops(const core::Context& ctx);
 
 }  // namespace optimus::train
