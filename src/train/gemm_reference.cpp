@@ -5,12 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cmath>
-#include <string>
 #include <tuple>
-
-#include "core/errors.h"
-#include "model/shard.h"
 
 namespace optimus::train {
 
@@ -41,46 +36,6 @@ void add_product(std::vector<GemmProduct>& out, GemmProduct p, int64_t forward, 
   p.count = forward;
   out.push_back(p);
   for (const GemmProduct& g : backward_of(p, backward)) out.push_back(g);
-}
-
-// The products of a pass as the stage calls them, in the sizes it passes: serial's full widths,
-// 1D's local ones (qkv and fc split by columns over p ranks, the two projections by rows, the LM
-// head over a vocabulary part of `vocab` rows), 2D's full ones (SUMMA cuts them into blocks).
-// Each linear is in (rows, c_in) · W (c_in, c_out); the tied LM head lnf (rows, C) · wte (vocab, C)ᵀ.
-std::vector<GemmProduct> stage_products(const model::GPTConfig& config, int p, int rows, int vocab,
-                                        model::Recompute recompute) {
-  const int C = config.n_embd, F = config.ffn();
-  const int64_t L = config.n_layer, forward = recompute == model::Recompute::block ? 2 * L : L;
-  // (c_in, c_out) of c_attn, the attention's c_proj, c_fc and the MLP's c_proj
-  const int linears[4][2] = {{C, 3 * C / p}, {C / p, C}, {C, F / p}, {F / p, C}};
-  std::vector<GemmProduct> out;
-  for (const auto& [c_in, c_out] : linears) {
-    add_product(out, {rows, c_out, c_in, Trans::no, Trans::no}, forward, L);  // (rows, c_out) = in · W
-  }
-  add_product(out, {rows, vocab, C, Trans::no, Trans::yes}, 1, 1);  // logits (rows, vocab) = lnf · wteᵀ
-  return out;
-}
-
-// SUMMA on a q×q grid runs a product of (M, N, K) as q block products of (M/q, N/q, K/q), one a
-// step, with the product's transposes. C = A·B adds every step's block into C; A·Bᵀ and Aᵀ·B write
-// all but one of theirs into a fresh partial for the reduction.
-std::vector<GemmProduct> summa_blocks(const std::vector<GemmProduct>& full, int q) {
-  std::vector<GemmProduct> out;
-  for (GemmProduct p : full) {
-    p.M /= q, p.N /= q, p.K /= q, p.count *= q;
-    p.accumulates = p.ta == Trans::no && p.tb == Trans::no;
-    out.push_back(p);
-  }
-  return out;
-}
-
-int grid_side(int ranks) {
-  const int q = static_cast<int>(std::lround(std::sqrt(static_cast<double>(ranks))));
-  if (q * q != ranks) {
-    throw core::ConfigError("a 2d layout runs on a square number of ranks (q×q), but was given " +
-                            std::to_string(ranks));
-  }
-  return q;
 }
 
 double median(std::vector<double> v) {
@@ -144,20 +99,40 @@ double median_call_ms(const core::Context& ctx, const GemmProduct& p, int repeat
 
 }  // namespace
 
+// The products of a pass as the stage calls them, in the sizes it passes: serial's full widths,
+// 1D's local ones (qkv and fc split by columns over p ranks, the two projections by rows, the LM
+// head over a vocabulary part of `vocab` rows), 2D's full ones (SUMMA cuts them into blocks).
+// Each linear is in (rows, c_in) · W (c_in, c_out); the tied LM head lnf (rows, C) · wte (vocab, C)ᵀ.
+std::vector<GemmProduct> stage_products(const model::GPTConfig& config, int p, int rows, int vocab,
+                                        model::Recompute recompute) {
+  const int C = config.n_embd, F = config.ffn();
+  const int64_t L = config.n_layer, forward = recompute == model::Recompute::block ? 2 * L : L;
+  // (c_in, c_out) of c_attn, the attention's c_proj, c_fc and the MLP's c_proj
+  const int linears[4][2] = {{C, 3 * C / p}, {C / p, C}, {C, F / p}, {F / p, C}};
+  std::vector<GemmProduct> out;
+  for (const auto& [c_in, c_out] : linears) {
+    add_product(out, {rows, c_out, c_in, Trans::no, Trans::no}, forward, L);  // (rows, c_out) = in · W
+  }
+  add_product(out, {rows, vocab, C, Trans::no, Trans::yes}, 1, 1);  // logits (rows, vocab) = lnf · wteᵀ
+  return out;
+}
+
+// SUMMA on a q×q grid runs a product of (M, N, K) as q block products of (M/q, N/q, K/q), one a
+// step, with the product's transposes. C = A·B adds every step's block into C; A·Bᵀ and Aᵀ·B write
+// all but one of theirs into a fresh partial for the reduction.
+std::vector<GemmProduct> summa_blocks(const std::vector<GemmProduct>& full, int q) {
+  std::vector<GemmProduct> out;
+  for (GemmProduct p : full) {
+    p.M /= q, p.N /= q, p.K /= q, p.count *= q;
+    p.accumulates = p.ta == Trans::no && p.tb == Trans::no;
+    out.push_back(p);
+  }
+  return out;
+}
+
 std::vector<GemmProduct> pass_products(const model::GPTConfig& config, Layout layout, int ranks, int rows,
                                        model::Recompute recompute) {
-  const int64_t V = config.vocab_size;
-  switch (layout) {
-    case Layout::serial:
-      return stage_products(config, 1, rows, config.vocab_size, recompute);
-    case Layout::tp1d:  // every rank runs every row; its vocabulary part ⌈V/p⌉ (tp1d::vocab_part)
-      return stage_products(config, ranks, rows, static_cast<int>(model::padded_size(V, ranks) / ranks), recompute);
-    case Layout::tp2d: {  // the vocabulary padded to q·⌈V/q⌉ (tp2d::vocab_block)
-      const int q = grid_side(ranks);
-      return summa_blocks(stage_products(config, 1, rows, static_cast<int>(model::padded_size(V, q)), recompute), q);
-    }
-  }
-  return {};
+  return definition(layout).products(config, ranks, rows, recompute);
 }
 
 int64_t total_flops(const std::vector<GemmProduct>& products) {

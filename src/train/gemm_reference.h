@@ -29,11 +29,19 @@ struct GemmProduct {
   int64_t flops() const { return 2 * int64_t{M} * N * K; }
 };
 
+/// The products of a pass as a stage calls them, in the sizes it passes, `forward` counting
+/// recomputation: on p ranks, c_attn and c_fc split by columns, the two projections by rows, and the
+/// tied LM head over `vocab` rows of wte (serial: p = 1 and the whole vocabulary).
+std::vector<GemmProduct> stage_products(const model::GPTConfig& config, int p, int rows, int vocab,
+                                        model::Recompute recompute);
+/// The same products as SUMMA runs them on a q×q grid: q block products of (M/q, N/q, K/q) each.
+std::vector<GemmProduct> summa_blocks(const std::vector<GemmProduct>& full, int q);
+
 /// The matrix products one rank of `layout` on `ranks` ranks (a 2D grid: q² of them) runs in one
 /// forward and backward pass of `rows` token rows (B·T of the pass: a micro-batch of one model
 /// copy), each forward product twice with block recomputation. One entry per call site and shape;
 /// entries may repeat a shape. A step of K micro-batches runs the list K times, which leaves its
-/// rate the same.
+/// rate the same. The layout's row of the table says which (train/layout.h).
 std::vector<GemmProduct> pass_products(const model::GPTConfig& config, Layout layout, int ranks, int rows,
                                        model::Recompute recompute);
 

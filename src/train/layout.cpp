@@ -11,6 +11,7 @@
 #include "tp1d/shard_1d.h"
 #include "tp2d/gpt.h"
 #include "tp2d/shard_2d.h"
+#include "train/gemm_reference.h"
 
 namespace optimus::train {
 
@@ -77,6 +78,23 @@ LayoutModel tp2d_build(const model::GPTConfig& config, const core::Context& ctx,
   return {grid, std::make_unique<tp2d::GPT>(config, ctx, seed, *grid, options)};
 }
 
+// Each stage's matrix products of a pass: serial's full ones, 1D's local ones with its vocabulary
+// part ⌈V/p⌉, and SUMMA's q block products of 2D's, the vocabulary padded to q·⌈V/q⌉.
+std::vector<GemmProduct> serial_products(const model::GPTConfig& config, int, int rows, model::Recompute recompute) {
+  return stage_products(config, 1, rows, config.vocab_size, recompute);
+}
+
+std::vector<GemmProduct> tp1d_products(const model::GPTConfig& config, int ranks, int rows,
+                                       model::Recompute recompute) {
+  return stage_products(config, ranks, rows, tp1d::vocab_part(config, ranks), recompute);
+}
+
+std::vector<GemmProduct> tp2d_products(const model::GPTConfig& config, int ranks, int rows,
+                                       model::Recompute recompute) {
+  const int q = comm::Grid2D::side(ranks);
+  return summa_blocks(stage_products(config, 1, rows, tp2d::vocab_block(config, q) * q, recompute), q);
+}
+
 // The stages check their own widths as they are built; 2D's must come before its grid's splits.
 void shapes_checked_by_stage(const model::GPTConfig&, int) {}
 void any_batch(int, int, int, bool, const BatchWords&) {}
@@ -89,11 +107,11 @@ comm::SplitSizes no_splits(int) {
 
 const std::array<LayoutDefinition, 3> kLayouts = {{
     {Layout::serial, "serial", false, false, false, serial_ranks, one, any_batch, shapes_checked_by_stage, no_splits,
-     serial_build},
+     serial_build, serial_products},
     {Layout::tp1d, "1d", true, false, false, any_ranks, tp1d_batch_unit, tp1d_batch, shapes_checked_by_stage, no_splits,
-     tp1d_build},
+     tp1d_build, tp1d_products},
     {Layout::tp2d, "2d", false, true, true, tp2d_ranks, tp2d_batch_unit, tp2d_batch, tp2d_shapes, tp2d_splits,
-     tp2d_build},
+     tp2d_build, tp2d_products},
 }};
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "comm/device_comm.h"
@@ -44,6 +45,8 @@ struct BatchWords {
   std::string choose = "choose --batch";
 };
 
+struct GemmProduct;  // train/gemm_reference.h
+
 /// One row of the table.
 struct LayoutDefinition {
   Layout layout;
@@ -65,6 +68,9 @@ struct LayoutDefinition {
   /// require_shapes.
   LayoutModel (*build)(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed,
                        comm::Communicator& group, const model::StageOptions& options);
+  /// The matrix products one of `ranks` ranks runs in a forward and backward pass of `rows` token
+  /// rows (the bench's reference, train/gemm_reference.h).
+  std::vector<GemmProduct> (*products)(const model::GPTConfig& config, int ranks, int rows, model::Recompute recompute);
 };
 
 /// The row of `layout`.
