@@ -21,25 +21,15 @@
 #include "train/memory_check.h"
 #include "train/optimizer.h"
 #include "train/step.h"
+#include "train/timing.h"
 
 namespace optimus::train {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Json = nlohmann::ordered_json;  // the keys in the order written
 
 constexpr double kMaxBudgetMib = 1 << 30;  // a pebibyte per rank: past any machine, and k·step stays an int
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // `x` to `digits` decimals, so the JSON line holds what was measured and no more.
 double rounded(double x, int digits) {

@@ -7,12 +7,13 @@
 #include <chrono>
 #include <tuple>
 
+#include "train/timing.h"
+
 namespace optimus::train {
 
 namespace {
 
 using core::Trans;
-using Clock = std::chrono::steady_clock;
 
 Trans flipped(Trans t) {
   return t == Trans::no ? Trans::yes : Trans::no;
@@ -36,12 +37,6 @@ void add_product(std::vector<GemmProduct>& out, GemmProduct p, int64_t forward, 
   p.count = forward;
   out.push_back(p);
   for (const GemmProduct& g : backward_of(p, backward)) out.push_back(g);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // The same product, the same way (its transposes and whether it adds into C).
@@ -71,7 +66,7 @@ double time_calls(const core::Context& ctx, const GemmProduct& p, const float* a
     core::matmul(ctx, c, a, b, p.M, p.N, p.K, p.ta, p.tb, 1.0f, p.accumulates ? 1.0f : 0.0f);
   }
   core::synchronize(ctx);
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  return ms_since(t0);
 }
 
 // The median ms of one call of `p`: one warm-up call, then `repeats` timings of enough calls to
