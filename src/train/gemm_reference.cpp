@@ -1,10 +1,10 @@
-// The model's own matrix products, listed per layout and timed on the bench's device: the
-// reference that `optimus bench` divides the model's FLOP rate by.
+// The model's own matrix products, built from a stage's shapes (each layout's row of the layout
+// table picks its sizes) and timed on the bench's device: the reference that `optimus bench`
+// divides the model's FLOP rate by.
 #include "train/gemm_reference.h"
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <tuple>
 
 #include "train/timing.h"
