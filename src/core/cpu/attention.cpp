@@ -4,6 +4,10 @@
 // place from qkv (row stride 3C), and dropout_forward on the pair's (1, 1, T*T) piece of the
 // canonical block (its own loop runs on one thread there), so every layout drops the same
 // probabilities. Backward recomputes the mask rather than storing the dropped probabilities.
+// The products skip what the causal mask zeroes: they run in blocks of kCausalBlock query rows
+// (or key columns), each over the keys (or queries) that block can see, about 5/8 of the dense
+// work at T = 256. The probabilities are still stored as the whole (T, T) square, zeros above the
+// diagonal, and the cost recorded is the dense one (the convention every layout's ledger uses).
 // Each op records its whole cost (a GPU runs it as one call) and runs its products and dropout
 // unrecorded. A meta context records the CPU's scratch too, so its memory ledger is a CPU run's,
 // for the threads it plans for (core::scratch_threads).
@@ -94,6 +98,25 @@ void causal_softmax_backward(float* datt, const float* att, int T) {
   }
 }
 
+// Rows (or columns) of the (T, T) scores one blocked product covers. A multiple of the sgemm
+// kernels' tile, small enough that the skipped triangle is most of what lies above the diagonal.
+constexpr int kCausalBlock = 64;
+
+// Query rows [t0, t0 + rows) see keys [0, t0 + rows): body(t0, rows, t0 + rows) for each block.
+template <typename Body>
+void for_each_query_block(int T, const Body& body) {
+  for (int t0 = 0; t0 < T; t0 += kCausalBlock) {
+    const int rows = std::min(kCausalBlock, T - t0);
+    body(t0, rows, t0 + rows);
+  }
+}
+
+// Key columns [s0, s0 + cols) are seen by queries [s0, T): body(s0, cols, T - s0) for each block.
+template <typename Body>
+void for_each_key_block(int T, const Body& body) {
+  for (int s0 = 0; s0 < T; s0 += kCausalBlock) body(s0, std::min(kCausalBlock, T - s0), T - s0);
+}
+
 // The sizes both passes work in: a head's width HS, qkv's row stride 3C, a (T, T) slot TT, and
 // the scores' scale 1/√HS.
 struct HeadSizes {
@@ -167,7 +190,11 @@ void attention_forward(const Context& ctx, float* out, float* att, const float* 
     float* a = att + (static_cast<int64_t>(b) * NH + h) * TT;          // (T, T)
     float* y = out + static_cast<int64_t>(b) * T * C + h * HS;         // (T, HS), row stride C
 
-    matmul_strided(pieces, a, T, q, C3, k, C3, T, T, HS, Trans::no, Trans::yes, score_scale, 0.0f);
+    // scores[t0 : t0 + rows, 0 : keys] = score_scale · q[t0 : t0 + rows] · k[0 : keys]ᵀ
+    for_each_query_block(T, [&](int t0, int rows, int keys) {
+      matmul_strided(pieces, a + int64_t{t0} * T, T, q + int64_t{t0} * C3, C3, k, C3, rows, keys, HS, Trans::no,
+                     Trans::yes, score_scale, 0.0f);
+    });
     causal_softmax(a, T);
     const float* a_used = a;  // what multiplies v: the probabilities after dropout
     if (drop.p > 0.0f) {
@@ -175,7 +202,11 @@ void attention_forward(const Context& ctx, float* out, float* att, const float* 
       dropout_forward(pieces, slot, a, pair_dropout(drop, b, h));
       a_used = slot;
     }
-    matmul_strided(pieces, y, C, a_used, T, v, C3, T, HS, T, Trans::no, Trans::no, 1.0f, 0.0f);
+    // y[t0 : t0 + rows] = a_used[t0 : t0 + rows, 0 : keys] · v[0 : keys]
+    for_each_query_block(T, [&](int t0, int rows, int keys) {
+      matmul_strided(pieces, y + int64_t{t0} * C, C, a_used + int64_t{t0} * T, T, v, C3, rows, HS, keys, Trans::no,
+                     Trans::no, 1.0f, 0.0f);
+    });
   });
 }
 
@@ -201,23 +232,40 @@ void attention_backward(const Context& ctx, float* dqkv, float* datt, const floa
     float* da = datt + (static_cast<int64_t>(b) * NH + h) * TT;         // (T, T)
 
     // out = a_used · v, where a_used = dropout(a): dv += a_usedᵀ · dy, d(a_used) = dy · vᵀ.
+    const float* a_used = a;
+    float* da_used = da;
     if (drop.p > 0.0f) {
-      float* a_used = scratch.data() + omp_get_thread_num() * 2 * TT;  // (T, T)
-      float* da_used = a_used + TT;                                    // (T, T)
-      const DropoutSpec spec = pair_dropout(drop, b, h);
-      dropout_forward(pieces, a_used, a, spec);
-      matmul_strided(pieces, dv, C3, a_used, T, dy, C, T, HS, T, Trans::yes, Trans::no, 1.0f, 1.0f);
-      matmul_strided(pieces, da_used, T, dy, C, v, C3, T, T, HS, Trans::no, Trans::yes, 1.0f, 0.0f);
+      float* slots = scratch.data() + omp_get_thread_num() * 2 * TT;  // (2, T, T)
+      dropout_forward(pieces, slots, a, pair_dropout(drop, b, h));
+      a_used = slots;
+      da_used = slots + TT;
+    }
+    // dv[s0 : s0 + cols] += a_used[s0 : T, s0 : s0 + cols]ᵀ · dy[s0 : T]
+    for_each_key_block(T, [&](int s0, int cols, int queries) {
+      matmul_strided(pieces, dv + int64_t{s0} * C3, C3, a_used + int64_t{s0} * T + s0, T, dy + int64_t{s0} * C, C,
+                     cols, HS, queries, Trans::yes, Trans::no, 1.0f, 1.0f);
+    });
+    // d(a_used)[t0 : t0 + rows, 0 : keys] = dy[t0 : t0 + rows] · v[0 : keys]ᵀ. The rest of each row
+    // is left as it was: the softmax backward reads only s <= t and zeroes the rest.
+    for_each_query_block(T, [&](int t0, int rows, int keys) {
+      matmul_strided(pieces, da_used + int64_t{t0} * T, T, dy + int64_t{t0} * C, C, v, C3, rows, keys, HS, Trans::no,
+                     Trans::yes, 1.0f, 0.0f);
+    });
+    if (drop.p > 0.0f) {
       std::fill(da, da + TT, 0.0f);
-      dropout_backward(pieces, da, da_used, spec);
-    } else {
-      matmul_strided(pieces, dv, C3, a, T, dy, C, T, HS, T, Trans::yes, Trans::no, 1.0f, 1.0f);
-      matmul_strided(pieces, da, T, dy, C, v, C3, T, T, HS, Trans::no, Trans::yes, 1.0f, 0.0f);
+      dropout_backward(pieces, da, da_used, pair_dropout(drop, b, h));
     }
     causal_softmax_backward(da, a, T);  // da: gradient of the probabilities -> of the scores
-    // scores = score_scale · q · kᵀ
-    matmul_strided(pieces, dq, C3, da, T, k, C3, T, HS, T, Trans::no, Trans::no, score_scale, 1.0f);
-    matmul_strided(pieces, dk, C3, da, T, q, C3, T, HS, T, Trans::yes, Trans::no, score_scale, 1.0f);
+    // scores = score_scale · q · kᵀ: dq[t0 : t0 + rows] += score_scale · da[t0 : t0 + rows, 0 : keys] · k[0 : keys]
+    for_each_query_block(T, [&](int t0, int rows, int keys) {
+      matmul_strided(pieces, dq + int64_t{t0} * C3, C3, da + int64_t{t0} * T, T, k, C3, rows, HS, keys, Trans::no,
+                     Trans::no, score_scale, 1.0f);
+    });
+    // dk[s0 : s0 + cols] += score_scale · da[s0 : T, s0 : s0 + cols]ᵀ · q[s0 : T]
+    for_each_key_block(T, [&](int s0, int cols, int queries) {
+      matmul_strided(pieces, dk + int64_t{s0} * C3, C3, da + int64_t{s0} * T + s0, T, q + int64_t{s0} * C3, C3, cols,
+                     HS, queries, Trans::yes, Trans::no, score_scale, 1.0f);
+    });
   });
 }
 
