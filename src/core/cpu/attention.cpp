@@ -19,6 +19,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/cpu/causal_softmax.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
@@ -67,35 +68,6 @@ DropoutSpec pair_dropout(const DropoutSpec& drop, int b, int h) {
   spec.block.offset[0] += b;
   spec.block.offset[1] += h;
   return spec;
-}
-
-// In place on one pair's scores (T, T): row t becomes softmax(scores[t, 0..t]), zeros after t.
-void causal_softmax(float* att, int T) {
-  for (int t = 0; t < T; ++t) {
-    float* row = att + static_cast<int64_t>(t) * T;  // (T)
-    float maxval = -INFINITY;
-    for (int s = 0; s <= t; ++s) maxval = std::max(maxval, row[s]);
-    float sum = 0.0f;
-    for (int s = 0; s <= t; ++s) {
-      row[s] = std::exp(row[s] - maxval);
-      sum += row[s];
-    }
-    const float inv = 1.0f / sum;
-    for (int s = 0; s <= t; ++s) row[s] *= inv;
-    for (int s = t + 1; s < T; ++s) row[s] = 0.0f;
-  }
-}
-
-// In place on one pair's datt (T, T): d(scores)[t, s] = att[t, s] (datt[t, s] - Σ_s' att[t, s'] datt[t, s']).
-void causal_softmax_backward(float* datt, const float* att, int T) {
-  for (int t = 0; t < T; ++t) {
-    float* drow = datt + static_cast<int64_t>(t) * T;      // (T)
-    const float* row = att + static_cast<int64_t>(t) * T;  // (T)
-    float dot = 0.0f;
-    for (int s = 0; s <= t; ++s) dot += row[s] * drow[s];
-    for (int s = 0; s <= t; ++s) drow[s] = row[s] * (drow[s] - dot);
-    for (int s = t + 1; s < T; ++s) drow[s] = 0.0f;
-  }
 }
 
 // Rows (or columns) of the (T, T) scores one blocked product covers. A multiple of the sgemm
@@ -242,8 +214,8 @@ void attention_backward(const Context& ctx, float* dqkv, float* datt, const floa
     }
     // dv[s0 : s0 + cols] += a_used[s0 : T, s0 : s0 + cols]ᵀ · dy[s0 : T]
     for_each_key_block(T, [&](int s0, int cols, int queries) {
-      matmul_strided(pieces, dv + int64_t{s0} * C3, C3, a_used + int64_t{s0} * T + s0, T, dy + int64_t{s0} * C, C,
-                     cols, HS, queries, Trans::yes, Trans::no, 1.0f, 1.0f);
+      matmul_strided(pieces, dv + int64_t{s0} * C3, C3, a_used + int64_t{s0} * T + s0, T, dy + int64_t{s0} * C, C, cols,
+                     HS, queries, Trans::yes, Trans::no, 1.0f, 1.0f);
     });
     // d(a_used)[t0 : t0 + rows, 0 : keys] = dy[t0 : t0 + rows] · v[0 : keys]ᵀ. The rest of each row
     // is left as it was: the softmax backward reads only s <= t and zeroes the rest.
