@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/cpu/vector_clones.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
@@ -34,7 +35,7 @@ OpCost host_sum_cost(int64_t n, int64_t flops_each) {
 
 }  // namespace
 
-void residual_forward(const Context& ctx, float* out, const float* a, const float* b, int64_t n) {
+OPTIMUS_VECTOR_CLONES void residual_forward(const Context& ctx, float* out, const float* a, const float* b, int64_t n) {
   OPTIMUS_DISPATCH(ctx, elementwise_cost(n, 1, 2), cuda::residual_forward(ctx, out, a, b, n));  // a + b
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < n; ++k) out[k] = a[k] + b[k];

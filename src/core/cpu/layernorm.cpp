@@ -4,10 +4,14 @@
 // the pieces, so the serial and the 2D LayerNorm run the same arithmetic on every column.
 // Each piece records its cost (op_ledger.h); layernorm_forward records through its pieces, while
 // layernorm_backward, which a GPU runs as one fused kernel, records the sum of its pieces itself.
+// A row's sums run in kLanes interleaved partial sums (lane_sum): a fixed order that the compiler
+// turns into vector adds without being allowed to reorder a sum, and each piece is cloned for
+// AVX-512 and AVX2 (core/cpu/vector_clones.h).
 #include <algorithm>
 #include <cmath>
 
 #include "core/cpu/column_strips.h"
+#include "core/cpu/vector_clones.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
@@ -58,40 +62,51 @@ OpCost backward_apply_cost(bool dinp, bool dweight, bool dbias, int64_t N, int64
           .bytes_written = floats((dinp ? NC : 0) + (dweight ? C : 0) + (dbias ? C : 0))};
 }
 
+// Σ term(c) over c < C as kLanes partial sums, lane j summing c ≡ j (mod kLanes) in order, then
+// the lanes added in order: the same order for every call, whatever the vector width.
+constexpr int kLanes = 16;
+
+template <typename Term>
+inline float lane_sum(int C, const Term& term) {
+  float lane[kLanes] = {};
+  int c0 = 0;
+  for (; c0 + kLanes <= C; c0 += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] += term(c0 + j);
+  }
+  for (int j = 0; c0 + j < C; ++j) lane[j] += term(c0 + j);
+  float sum = 0.0f;
+  for (int j = 0; j < kLanes; ++j) sum += lane[j];
+  return sum;
+}
+
 }  // namespace
 
 // ---- forward pieces --------------------------------------------------------------------------
 
-void layernorm_partial_sum(const Context& ctx, float* sum, const float* inp, int N, int C) {
+OPTIMUS_VECTOR_CLONES void layernorm_partial_sum(const Context& ctx, float* sum, const float* inp, int N, int C) {
   OPTIMUS_DISPATCH(ctx, partial_sum_cost(N, C), cuda::layernorm_partial_sum(ctx, sum, inp, N, C));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const float* x = inp + static_cast<int64_t>(n) * C;  // (C)
-    float s = 0.0f;
-    for (int c = 0; c < C; ++c) s += x[c];
-    sum[n] = s;
+    sum[n] = lane_sum(C, [x](int c) { return x[c]; });
   }
 }
 
-void layernorm_partial_sqdev(const Context& ctx, float* sqdev, const float* inp, const float* sum, int N, int C,
-                             int C_total) {
+OPTIMUS_VECTOR_CLONES void layernorm_partial_sqdev(const Context& ctx, float* sqdev, const float* inp, const float* sum,
+                                                   int N, int C, int C_total) {
   OPTIMUS_DISPATCH(ctx, partial_sqdev_cost(N, C), cuda::layernorm_partial_sqdev(ctx, sqdev, inp, sum, N, C, C_total));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const float* x = inp + static_cast<int64_t>(n) * C;  // (C)
     const float m = sum[n] / static_cast<float>(C_total);
-    float s = 0.0f;
-    for (int c = 0; c < C; ++c) {
-      const float d = x[c] - m;
-      s += d * d;
-    }
-    sqdev[n] = s;
+    sqdev[n] = lane_sum(C, [x, m](int c) { return (x[c] - m) * (x[c] - m); });
   }
 }
 
-void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rstd, const float* inp, const float* sum,
-                         const float* sqdev, const float* weight, const float* bias, int N, int C, int C_total,
-                         float eps) {
+OPTIMUS_VECTOR_CLONES void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rstd,
+                                               const float* inp, const float* sum, const float* sqdev,
+                                               const float* weight, const float* bias, int N, int C, int C_total,
+                                               float eps) {
   OPTIMUS_DISPATCH(ctx, normalize_cost(N, C),
                    cuda::layernorm_normalize(ctx, out, mean, rstd, inp, sum, sqdev, weight, bias, N, C, C_total, eps));
 #pragma omp parallel for schedule(static)
@@ -109,28 +124,25 @@ void layernorm_normalize(const Context& ctx, float* out, float* mean, float* rst
 
 // ---- backward pieces -------------------------------------------------------------------------
 
-void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx, const float* dout, const float* inp,
-                                const float* weight, const float* mean, const float* rstd, int N, int C) {
+OPTIMUS_VECTOR_CLONES void layernorm_backward_partial(const Context& ctx, float* sum_g, float* sum_gx,
+                                                      const float* dout, const float* inp, const float* weight,
+                                                      const float* mean, const float* rstd, int N, int C) {
   OPTIMUS_DISPATCH(ctx, backward_partial_cost(N, C),
                    cuda::layernorm_backward_partial(ctx, sum_g, sum_gx, dout, inp, weight, mean, rstd, N, C));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const float* x = inp + static_cast<int64_t>(n) * C;    // (C)
     const float* dy = dout + static_cast<int64_t>(n) * C;  // (C)
-    float sg = 0.0f, sgx = 0.0f;
-    for (int c = 0; c < C; ++c) {
-      const float g = dy[c] * weight[c];
-      sg += g;
-      sgx += g * (x[c] - mean[n]) * rstd[n];
-    }
-    sum_g[n] = sg;
-    sum_gx[n] = sgx;
+    const float m = mean[n], r = rstd[n];
+    sum_g[n] = lane_sum(C, [dy, weight](int c) { return dy[c] * weight[c]; });
+    sum_gx[n] = lane_sum(C, [dy, weight, x, m, r](int c) { return dy[c] * weight[c] * (x[c] - m) * r; });
   }
 }
 
-void layernorm_backward_apply(const Context& ctx, const LayerGrads& add_to, const float* dout, const float* inp,
-                              const float* weight, const float* mean, const float* rstd, const float* sum_g,
-                              const float* sum_gx, int N, int C, int C_total) {
+OPTIMUS_VECTOR_CLONES void layernorm_backward_apply(const Context& ctx, const LayerGrads& add_to, const float* dout,
+                                                    const float* inp, const float* weight, const float* mean,
+                                                    const float* rstd, const float* sum_g, const float* sum_gx, int N,
+                                                    int C, int C_total) {
   float *dinp = add_to.dinp, *dweight = add_to.dweight, *dbias = add_to.dbias;
   OPTIMUS_DISPATCH(
       ctx, backward_apply_cost(dinp != nullptr, dweight != nullptr, dbias != nullptr, N, C),

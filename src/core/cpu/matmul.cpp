@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "core/cpu/column_strips.h"
+#include "core/cpu/vector_clones.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
@@ -97,7 +98,7 @@ void linear_backward(const Context& ctx, const LayerGrads& add_to, const float* 
   if (add_to.dbias != nullptr) bias_add_backward(ctx, add_to.dbias, dout, N, OC);
 }
 
-void bias_add_forward(const Context& ctx, float* out, const float* bias, int N, int OC) {
+OPTIMUS_VECTOR_CLONES void bias_add_forward(const Context& ctx, float* out, const float* bias, int N, int OC) {
   OPTIMUS_DISPATCH(ctx, bias_add_forward_cost(N, OC), cuda::bias_add_forward(ctx, out, bias, N, OC));
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
@@ -106,7 +107,7 @@ void bias_add_forward(const Context& ctx, float* out, const float* bias, int N, 
   }
 }
 
-void bias_add_backward(const Context& ctx, float* dbias, const float* dout, int N, int OC) {
+OPTIMUS_VECTOR_CLONES void bias_add_backward(const Context& ctx, float* dbias, const float* dout, int N, int OC) {
   OPTIMUS_DISPATCH(ctx, bias_add_backward_cost(N, OC), cuda::bias_add_backward(ctx, dbias, dout, N, OC));
   for_each_column_strip(OC, [&](int o0, int width) {
     float acc[kStrip] = {};
