@@ -2,8 +2,7 @@
 // the bias add, all on OpenBLAS's sgemm — never a hand-written GEMM on the readable path.
 // Every backward is itself a matmul with beta = 1, which is how the "backward ops accumulate" rule
 // of ops.h costs nothing here. Only matmul_strided and the bias ops record a cost (op_ledger.h):
-// matmul, matmul_backward and linear_* are made of them and record through them, except the CPU's
-// linear forward, which fuses the two and records both costs itself.
+// matmul, matmul_backward and linear_* are made of them and record through them.
 #include <cblas.h>
 
 #include <algorithm>
@@ -85,35 +84,10 @@ void matmul_backward(const Context& ctx, float* da, float* db, const float* dc, 
   }
 }
 
-namespace {
-
-// out (N, OC) = bias on every row, then out += inp (N, C) · weight (C, OC): one sgemm with beta = 1
-// adds the product onto the bias. With beta = 0 sgemm first makes a pass of its own that zeroes
-// out, and adding the bias after it another that reads and writes it; this makes one pass, which
-// writes. The ledger records what the two ops record (a product, a bias add) and the clock times
-// the whole as the product.
-void linear_forward_on_bias(const Context& ctx, float* out, const float* inp, const float* weight, const float* bias,
-                            int N, int C, int OC) {
-  if (ctx.ops != nullptr) {
-    ctx.ops->record(matmul_cost(N, OC, C, false));
-    ctx.ops->record(bias_add_forward_cost(N, OC));
-  }
-  const OpStopwatch stopwatch(ctx.clock, OpKind::matmul);
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; ++n) std::copy(bias, bias + OC, out + static_cast<int64_t>(n) * OC);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, OC, C, 1.0f, inp, C, weight, OC, 1.0f, out, OC);
-}
-
-}  // namespace
-
-// out (N, OC) = inp (N, C) · weight (C, OC) + bias. The CPU puts the product onto the bias; a GPU
-// (and the meta device, which only records) runs the product, then the bias add.
 void linear_forward(const Context& ctx, float* out, const float* inp, const float* weight, const float* bias, int N,
                     int C, int OC) {
-  if (bias != nullptr && ctx.device == Device::cpu) {
-    linear_forward_on_bias(ctx, out, inp, weight, bias, N, C, OC);
-    return;
-  }
+  // out (N, OC) = inp (N, C) · weight (C, OC); the bias is added after the product, the same order
+  // the parallel stages use when they add it after a reduction.
   matmul(ctx, out, inp, weight, N, OC, C, Trans::no, Trans::no);
   if (bias != nullptr) bias_add_forward(ctx, out, bias, N, OC);
 }
