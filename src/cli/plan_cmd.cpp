@@ -50,7 +50,8 @@ void add_plan(CLI::App* cmd, PlanArgs& a) {
   cmd->add_flag("--json", p.json, "one JSON object instead of tables");
   cmd->add_flag("--overlap", p.stage.overlap,
                 "2d: SUMMA's broadcasts and reduces hidden behind its products; --data-parallel: the "
-                "gradients' all-reduce, all but its last bucket, behind the backward pass");
+                "gradients' all-reduce, all but its last three buckets (block 0's, wte and wpe's, ln_f's), "
+                "behind the backward pass");
   add_memory_flags(cmd, p.stage);
   cmd->add_option_function<std::string>(
       "--precision", [&p](const std::string& name) { p.precision = plan::parse_precision(name); },
