@@ -33,9 +33,11 @@ struct ParamSet {
 
   /// One tensor per canonical parameter of `config`, sharded by `spec_of`, allocated on the
   /// context's device and ledger (values as parameters, gradients as gradients), and initialised
-  /// from Philox under `seed` (drawn on the host, then copied to the device: the same bits on both).
+  /// from Philox under `seed` (for a GPU drawn on the host, then copied: the same bits on both) —
+  /// or, with InitialValues::loaded, left unset for a checkpoint's values.
   static ParamSet create(const GPTConfig& config, const core::Context& ctx,
-                         const std::function<ShardSpec(const ParamInfo&)>& spec_of, uint32_t seed);
+                         const std::function<ShardSpec(const ParamInfo&)>& spec_of, uint32_t seed,
+                         InitialValues values = InitialValues::drawn);
 
   /// The tensor of a canonical name (a linear search: stages resolve names once, model/named_params.h).
   ParamTensor& at(const std::string& name);
