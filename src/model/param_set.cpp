@@ -55,8 +55,9 @@ ParamSet ParamSet::create(const GPTConfig& config, const core::Context& ctx,
     specs.push_back(spec_of(info));
     total += specs.back().local_numel();
   }
-  // Zero, as after zero_grads: backward accumulates into it.
-  set.grads = core::Buffer(*ctx.ledger, core::MemoryCategory::gradients, {total}, ctx.device, core::Fill::zero);
+  // Zero, as after zero_grads: backward accumulates into it. Lazily: a model that only evaluates
+  // never touches its gradients, and a training step writes them first (zero_grads).
+  set.grads = core::Buffer(*ctx.ledger, core::MemoryCategory::gradients, {total}, ctx.device, core::Fill::zero_lazy);
   int64_t offset = 0;
   for (size_t k = 0; k < infos.size(); ++k) {
     const core::Shape local = specs[k].local_shape();
