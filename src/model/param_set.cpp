@@ -10,10 +10,6 @@
 
 namespace optimus::model {
 
-namespace {
-
-// values (spec.local_shape()) = the initial value of each local element's canonical element, 0 in
-// padding: run by run (model/shard.h), the rows in parallel. Layout-independent.
 void draw_shard(float* values, const ParamInfo& info, const ShardSpec& spec, uint32_t seed) {
   const ShardRows rows(spec);
 #pragma omp parallel for schedule(dynamic, 16)
@@ -27,6 +23,8 @@ void draw_shard(float* values, const ParamInfo& info, const ShardSpec& spec, uin
     });
   }
 }
+
+namespace {
 
 // t.value = its initial values: drawn in place on the CPU; on a GPU drawn on the host, then copied
 // (the same bits on both). A meta context holds no values: there is nothing to draw.

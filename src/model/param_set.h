@@ -53,6 +53,11 @@ struct ParamSet {
   void scale_grads(const core::Context& ctx, float s);
 };
 
+/// values (spec.local_shape(), host memory) = the initial value of each local element's canonical
+/// element, 0 in padding: run by run (model::ShardRows), the rows in parallel. What ParamSet::create
+/// draws into each shard, the same in every layout; with ShardSpec::whole, the canonical tensor.
+void draw_shard(float* values, const ParamInfo& info, const ShardSpec& spec, uint32_t seed);
+
 /// Clips the gradients to a global norm of max_norm as torch.nn.utils.clip_grad_norm_ does
 /// (scaled by max_norm / (norm + 1e-6) when that is below 1; max_norm <= 0: no clipping) and
 /// returns the norm before clipping. The norm counts every canonical element once: each rank's
