@@ -52,8 +52,9 @@ class CheckpointGathers {
 
   size_t count() const { return params_.tensors.size() * (opt_ != nullptr ? 3 : 1); }
 
-  // Gather k, which must be the next one: its canonical elements, valid until the next call. A
-  // whole tensor on one CPU rank is its own canonical tensor: nothing is copied.
+  // Gather k, which must be the next one: its canonical elements on the group's rank 0 (nullptr
+  // elsewhere), valid until the next call. A whole tensor on one CPU rank is its own canonical
+  // tensor: nothing is copied.
   const float* gather(size_t k) {
     if (k != next_) throw std::logic_error("CheckpointGathers: gather " + std::to_string(k) + " out of order");
     ++next_;
@@ -62,7 +63,8 @@ class CheckpointGathers {
     const float* data =
         k < n ? t.value.data() : ((k - n) % 2 == 0 ? opt_->m((k - n) / 2) : opt_->v((k - n) / 2)).data();
     if (group_.size() == 1 && params_.ctx.device == core::Device::cpu && is_whole(t.spec)) return data;
-    full_ = model::gather_canonical(params_.ctx, t, data, group_, spec_of_);
+    full_ = std::vector<float>();  // the last tensor's memory goes before the next one's is taken
+    full_ = model::gather_canonical_on(0, params_.ctx, t, data, group_, spec_of_);  // the group's rank 0 writes
     return full_.data();
   }
 
