@@ -66,8 +66,9 @@ OPTIMUS_HD inline float philox_uniform(PhiloxKey key, uint64_t index, uint32_t s
 struct NormalPair {
   float even, odd;
 };
-OPTIMUS_HD inline NormalPair philox_normal_pair(PhiloxKey key, uint64_t pair, uint32_t step = 0) {
-  auto r = philox(key, pair, step);
+/// The Box-Muller step of philox_normal_pair, on the four words r of its Philox call: a loop that
+/// makes many calls first and then transforms them gets the same floats.
+OPTIMUS_HD inline NormalPair box_muller(const r123::Philox4x32::ctr_type& r) {
   // 53-bit uniforms from two words each; u1 in (0, 1] so the logarithm is finite.
   uint64_t a = (static_cast<uint64_t>(r.v[0]) << 21) ^ (r.v[1] >> 11);
   uint64_t b = (static_cast<uint64_t>(r.v[2]) << 21) ^ (r.v[3] >> 11);
@@ -76,6 +77,9 @@ OPTIMUS_HD inline NormalPair philox_normal_pair(PhiloxKey key, uint64_t pair, ui
   double radius = sqrt(-2.0 * log(u1));
   double angle = 6.283185307179586476925286766559 * u2;
   return {static_cast<float>(radius * cos(angle)), static_cast<float>(radius * sin(angle))};
+}
+OPTIMUS_HD inline NormalPair philox_normal_pair(PhiloxKey key, uint64_t pair, uint32_t step = 0) {
+  return box_muller(philox(key, pair, step));
 }
 
 /// A standard normal number for element `index`: its branch of philox_normal_pair(index / 2), so
