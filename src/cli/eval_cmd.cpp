@@ -53,8 +53,10 @@ int run_eval(comm::World& world, EvalArgs& a, CLI::App&) {
   });
   const core::Context ctx = train::make_context(a.device, world);
   std::unique_ptr<comm::Communicator> device;  // outlives the model
+  // Built without initial values: the checkpoint's are loaded next.
+  const model::StageOptions loaded{.values = model::InitialValues::loaded};
   const train::LayoutModel built =
-      train::build_model(a.layout, config, 0, world, ctx, a.device.device_comm(), model::StageOptions{}, device);
+      train::build_model(a.layout, config, 0, world, ctx, a.device.device_comm(), loaded, device);
   world.agree_on([&] { train::load_weights(a.checkpoint, config, built.model->params()); });
   world.print0("loss %.10g\n", train::evaluate(*built.model, data, B, T, a.batches));
   return 0;

@@ -1,14 +1,14 @@
 // optimus init: write a freshly initialised checkpoint.
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/errors.h"
+#include "model/checkpoint.h"
 #include "model/config.h"
-#include "serial/gpt.h"
-#include "train/checkpointing.h"
-#include "train/layout.h"
+#include "model/param_set.h"
 #include "train/memory_check.h"
 
 namespace optimus::cli {
@@ -23,8 +23,23 @@ struct InitArgs {
 
 void add_init(CLI::App* cmd, InitArgs& a) {
   add_model_flags(cmd, a.model);
+  cmd->add_option("--vocab", a.model.vocab_size, "vocabulary size V (rows of wte; 256: bytes, 50257: GPT-2's BPE)")
+      ->capture_default_str();
   cmd->add_option("--seed", a.seed, "initialisation seed")->capture_default_str();
   cmd->add_option("--out", a.out, "checkpoint folder to write")->required();
+}
+
+// Draws each canonical tensor whole and writes it at once, one tensor at a time: no model is built,
+// and the disk takes a tensor while the next is drawn. The values are the serial model's (its shard
+// spec is the whole tensor), so every layout starts from this checkpoint's weights.
+void write_initial_model(const InitArgs& a) {
+  const std::vector<model::ParamInfo> infos = model::canonical_parameters(a.model);
+  std::vector<float> values;
+  model::save_model(a.out, a.model, [&](size_t k) {
+    values.resize(static_cast<size_t>(infos[k].shape.numel()));
+    model::draw_shard(values.data(), infos[k], model::ShardSpec::whole(infos[k].shape), a.seed);
+    return values.data();
+  });
 }
 
 int run_init(comm::World& world, InitArgs& a, CLI::App&) {
@@ -39,9 +54,9 @@ int run_init(comm::World& world, InitArgs& a, CLI::App&) {
                               "); choose another folder or remove it");
     }
   }
-  serial::GPT gpt(a.model, core::cpu_context(), a.seed);
-  train::save_checkpoint(a.out, a.model, gpt.params(), gpt.spec_of(), world, nullptr,
-                         train::TrainState{0, a.seed, train::to_string(train::Layout::serial), ""});
+  world.agree_on([&] {
+    if (world.rank() == 0) write_initial_model(a);
+  });
   world.print0("wrote a freshly initialised model (%lld parameters) to %s\n", a.model.num_parameters(), a.out.c_str());
   return 0;
 }

@@ -35,7 +35,7 @@ int run_sample(comm::World& world, SampleArgs& a, CLI::App&) {
     throw core::ConfigError("--top-k must be 0 (the whole vocabulary) or more, but is " + std::to_string(s.top_k));
   }
   const model::GPTConfig config = checkpoint_model(world, a.checkpoint, 1, 1);
-  serial::GPT gpt(config, core::cpu_context(), 0);
+  serial::GPT gpt(config, core::cpu_context(), 0, {.values = model::InitialValues::loaded});
   train::load_weights(a.checkpoint, config, gpt.params());
   const auto tokenizer = train::tokenizer_in(a.checkpoint);  // the checkpoint's own, else bytes
   world.print0("%s%s\n", a.prompt.c_str(), train::sample_text(gpt, a.prompt, s, tokenizer.get()).c_str());

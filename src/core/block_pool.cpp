@@ -1,4 +1,4 @@
-// The block cache behind Buffers: host blocks from aligned_alloc, GPU blocks from
+// The block cache behind Buffers: host blocks from aligned_alloc (large ones from mmap), GPU blocks from
 // core/cuda/device.cu (no_cuda.cpp in a build without the CUDA backend); a host block zero-filled
 // when asked, a GPU block on every take (block_pool.h says why).
 #include "core/block_pool.h"
@@ -7,9 +7,36 @@
 #include <cstring>
 #include <new>
 
+#include <sys/mman.h>
+
 #include "core/cuda/device_memory.h"
 
 namespace optimus::core {
+
+namespace {
+
+// Host blocks of this size and more are pages straight from the system (an anonymous mmap): page-
+// aligned, and zero until written, so Fill::zero_lazy need not write them.
+constexpr size_t kPageBlockBytes = size_t{1} << 20;
+
+// A new host block of `bytes`, zero-filled when `fill` asks.
+void* host_alloc(size_t bytes, Fill fill) {
+  if (bytes >= kPageBlockBytes) {
+    void* block = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (block == MAP_FAILED) throw std::bad_alloc();
+    // Written, for Fill::zero: a first write takes a page at once, where a first read would map the
+    // shared zero page and the write after it would copy it (fill's comment).
+    if (fill == Fill::zero) std::memset(block, 0, bytes);
+    return block;
+  }
+  // 64-byte alignment for vector loads; aligned_alloc needs a multiple of the alignment.
+  void* block = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (block == nullptr) throw std::bad_alloc();
+  if (fill != Fill::none) std::memset(block, 0, bytes);
+  return block;
+}
+
+}  // namespace
 
 void* BlockPool::take(int gpu, size_t bytes, Fill fill) {
   auto it = free_.find(Key(gpu, bytes));
@@ -19,17 +46,14 @@ void* BlockPool::take(int gpu, size_t bytes, Fill fill) {
     cached_bytes_ -= bytes;
     if (gpu >= 0) {
       device_zero(block, bytes);
-    } else if (fill == Fill::zero) {
+    } else if (fill != Fill::none) {
       std::memset(block, 0, bytes);
     }
     return block;
   }
   void* block = nullptr;
   if (gpu < 0) {
-    // 64-byte alignment for vector loads; aligned_alloc needs a multiple of the alignment.
-    block = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (block == nullptr) throw std::bad_alloc();
-    if (fill == Fill::zero) std::memset(block, 0, bytes);
+    block = host_alloc(bytes, fill);
   } else {
     block = device_alloc_zeroed(bytes);
   }
@@ -43,22 +67,24 @@ void BlockPool::give_back(void* block, int gpu, size_t bytes) noexcept {
     free_[Key(gpu, bytes)].push_back(block);
     cached_bytes_ += bytes;
   } catch (...) {  // no memory for the list itself: the block goes back to the system instead
-    system_free(block, gpu);
+    system_free(block, gpu, bytes);
     reserved_bytes_ -= bytes;
   }
 }
 
 void BlockPool::release_cached() noexcept {
   for (auto& [key, blocks] : free_) {
-    for (void* block : blocks) system_free(block, key.first);
+    for (void* block : blocks) system_free(block, key.first, key.second);
     reserved_bytes_ -= key.second * blocks.size();
   }
   free_.clear();
   cached_bytes_ = 0;
 }
 
-void BlockPool::system_free(void* block, int gpu) noexcept {
-  if (gpu < 0) {
+void BlockPool::system_free(void* block, int gpu, size_t bytes) noexcept {
+  if (gpu < 0 && bytes >= kPageBlockBytes) {
+    ::munmap(block, bytes);
+  } else if (gpu < 0) {
     std::free(block);
   } else {
     device_free(block);

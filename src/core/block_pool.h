@@ -15,8 +15,12 @@
 namespace optimus::core {
 
 /// What a block's numbers are when it is taken: whatever it held (its user writes before it reads),
-/// or zero.
-enum class Fill { none, zero };
+/// or zero. zero_lazy is zero too, but a new host block of 1 MiB or more is not written to make it
+/// so: its pages are the system's zero pages until first written, and take no memory until then.
+/// For a buffer that may never be used (the gradients of a model that only evaluates) and whose
+/// first use writes it: a page read first maps the shared zero page, and the write after copies it
+/// (a page fault with a TLB flush on every CPU, per 4 KiB page).
+enum class Fill { none, zero, zero_lazy };
 
 /// Blocks of host memory (gpu = -1) or of GPU `gpu`'s memory, kept free by exact size.
 /// Not thread-safe (neither is the ledger): Buffers are made and released by the stage's thread.
@@ -36,8 +40,9 @@ class BlockPool {
   ~BlockPool() { release_cached(); }
 
   /// A block of `bytes` (> 0) bytes, 64-byte aligned on the host: a free one of that size and place
-  /// if the pool has one, else a new one from the system (aligned_alloc, or cudaMalloc on the current
-  /// GPU); zero-filled if `fill` asks (a GPU block always, see above). Throws std::bad_alloc or
+  /// if the pool has one, else a new one from the system (aligned_alloc, or the pages of an
+  /// anonymous mmap from 1 MiB; cudaMalloc on the current GPU); zero-filled if `fill` asks (a GPU
+  /// block always, see above). Throws std::bad_alloc or
   /// std::runtime_error when the system has none.
   void* take(int gpu, size_t bytes, Fill fill);
   /// Keeps a block from take() (same gpu and bytes) for the next take of its size.
@@ -54,7 +59,7 @@ class BlockPool {
 
  private:
   using Key = std::pair<int, size_t>;  // (gpu, bytes)
-  static void system_free(void* block, int gpu) noexcept;
+  static void system_free(void* block, int gpu, size_t bytes) noexcept;
 
   std::map<Key, std::vector<void*>> free_;
   int64_t system_allocations_ = 0;

@@ -60,11 +60,15 @@ OPTIMUS_HD inline float philox_uniform(PhiloxKey key, uint64_t index, uint32_t s
   return static_cast<float>(r.v[index % 4] >> 8) * (1.0f / 16777216.0f);
 }
 
-/// A standard normal number for element `index`: Box-Muller on the words of counter index/2
-/// (element 2k takes the cosine branch, 2k+1 the sine branch). Computed in double, then rounded,
-/// so the CPU and GPU give the same float.
-OPTIMUS_HD inline float philox_normal(PhiloxKey key, uint64_t index, uint32_t step = 0) {
-  auto r = philox(key, index / 2, step);
+/// Two standard normal numbers: Box-Muller on the words of counter `pair`, the cosine branch for
+/// element 2·pair and the sine branch for element 2·pair + 1 (philox_normal). Computed in double,
+/// then rounded, so the CPU and GPU give the same floats.
+struct NormalPair {
+  float even, odd;
+};
+/// The Box-Muller step of philox_normal_pair, on the four words r of its Philox call: a loop that
+/// makes many calls first and then transforms them gets the same floats.
+OPTIMUS_HD inline NormalPair box_muller(const r123::Philox4x32::ctr_type& r) {
   // 53-bit uniforms from two words each; u1 in (0, 1] so the logarithm is finite.
   uint64_t a = (static_cast<uint64_t>(r.v[0]) << 21) ^ (r.v[1] >> 11);
   uint64_t b = (static_cast<uint64_t>(r.v[2]) << 21) ^ (r.v[3] >> 11);
@@ -72,7 +76,17 @@ OPTIMUS_HD inline float philox_normal(PhiloxKey key, uint64_t index, uint32_t st
   double u2 = static_cast<double>(b & ((1ull << 53) - 1)) * (1.0 / 9007199254740992.0);
   double radius = sqrt(-2.0 * log(u1));
   double angle = 6.283185307179586476925286766559 * u2;
-  return static_cast<float>(index % 2 == 0 ? radius * cos(angle) : radius * sin(angle));
+  return {static_cast<float>(radius * cos(angle)), static_cast<float>(radius * sin(angle))};
+}
+OPTIMUS_HD inline NormalPair philox_normal_pair(PhiloxKey key, uint64_t pair, uint32_t step = 0) {
+  return box_muller(philox(key, pair, step));
+}
+
+/// A standard normal number for element `index`: its branch of philox_normal_pair(index / 2), so
+/// element 2k takes the cosine branch and 2k+1 the sine branch. Drawing a tensor, take the pairs.
+OPTIMUS_HD inline float philox_normal(PhiloxKey key, uint64_t index, uint32_t step = 0) {
+  const NormalPair p = philox_normal_pair(key, index / 2, step);
+  return index % 2 == 0 ? p.even : p.odd;
 }
 
 /// The dropout decision for one element: kept (true) with probability 1 - p.

@@ -40,7 +40,7 @@ struct Shape {
 };
 
 /// An owning allocation of float32 numbers, recorded in a ledger under a category.
-/// Move-only. Its numbers are zero with Fill::zero; with Fill::none they are whatever its block
+/// Move-only. Its numbers are zero with Fill::zero (or zero_lazy); with Fill::none whatever its block
 /// held (a GPU block is zero all the same: core/block_pool.h), so its first use must write them.
 /// Allocation past the ledger's budget throws.
 class Buffer {

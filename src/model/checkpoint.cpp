@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -175,16 +176,22 @@ void save_model(const std::string& dir, const GPTConfig& config, const Canonical
     throw std::invalid_argument("save_model: " + std::to_string(params.size()) + " tensors given, the model has " +
                                 std::to_string(infos.size()));
   }
-  std::vector<SafeTensor> tensors;
-  tensors.reserve(infos.size());
   for (size_t k = 0; k < infos.size(); ++k) {
     if (static_cast<int64_t>(params[k].size()) != infos[k].shape.numel()) {
       throw std::invalid_argument("save_model: " + infos[k].name + " has " + std::to_string(params[k].size()) +
                                   " elements, its shape " + infos[k].shape.str() + " needs " +
                                   std::to_string(infos[k].shape.numel()));
     }
-    tensors.push_back(SafeTensor::from_floats(infos[k].name, infos[k].shape, params[k].data()));
   }
+  save_model(
+      dir, config, [&](size_t k) { return params[k].data(); }, metadata);
+}
+
+void save_model(const std::string& dir, const GPTConfig& config, const CanonicalSource& param,
+                const Metadata& metadata) {
+  config.validate();
+  std::vector<TensorHeader> tensors;
+  for (const ParamInfo& info : canonical_parameters(config)) tensors.push_back({info.name, DType::f32, info.shape});
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
@@ -192,7 +199,8 @@ void save_model(const std::string& dir, const GPTConfig& config, const Canonical
   }
   Metadata m = metadata;
   m["format"] = "pt";  // transformers refuses a safetensors file whose metadata lacks a known format
-  write_safetensors((fs::path(dir) / kWeightsFile).string(), tensors, m);
+  const auto bytes_of = [&](size_t k) { return static_cast<const void*>(param(k)); };
+  write_safetensors((fs::path(dir) / kWeightsFile).string(), tensors, bytes_of, m);
   // config.json last: in a fresh directory, its presence means the weights are complete.
   const std::string config_path = (fs::path(dir) / kConfigFile).string();
   const std::string text = config_to_json(config);
@@ -207,20 +215,16 @@ void require_checkpoint_directory(const std::string& dir) {
   }
 }
 
-LoadedModel load_model(const std::string& dir) {
-  require_checkpoint_directory(dir);
-  LoadedModel out;
-  out.config = read_config((fs::path(dir) / kConfigFile).string());
-  const std::string weights = (fs::path(dir) / kWeightsFile).string();
-  const SafeTensorFile file = read_safetensors(weights);
-  out.metadata = file.metadata;
+namespace {
 
-  const std::vector<ParamInfo> infos = canonical_parameters(out.config);
+// The file's tensor for each canonical parameter (nullptr where it has none) and its lm_head.weight;
+// a tensor that is not the model's, or one that is there twice, is a ConfigError.
+std::vector<const MappedTensor*> match_names(const MappedSafeTensors& file, const std::vector<ParamInfo>& infos,
+                                             const MappedTensor*& lm_head) {
   std::map<std::string, size_t> position;
   for (size_t k = 0; k < infos.size(); ++k) position[infos[k].name] = k;
-  std::vector<const SafeTensor*> found(infos.size(), nullptr);
-  const SafeTensor* lm_head = nullptr;
-  for (const SafeTensor& t : file.tensors) {
+  std::vector<const MappedTensor*> found(infos.size(), nullptr);
+  for (const MappedTensor& t : file.tensors()) {
     if (t.name == "lm_head.weight") {
       lm_head = &t;
       continue;
@@ -230,53 +234,84 @@ LoadedModel load_model(const std::string& dir) {
     const auto it = position.find(name);
     if (it == position.end()) {
       if (is_attention_mask_buffer(name)) continue;
-      throw ConfigError("checkpoint file " + weights + " has an unexpected tensor " + quote_name(t.name) + " " +
+      throw ConfigError("checkpoint file " + file.path() + " has an unexpected tensor " + quote_name(t.name) + " " +
                         t.shape.str() + " that this GPT-2 model does not have; it was saved for another " +
                         "architecture — use a GPT-2 checkpoint");
     }
     if (found[it->second] != nullptr) {
-      throw ConfigError("checkpoint file " + weights + " holds " + name + " twice (with and without the " +
+      throw ConfigError("checkpoint file " + file.path() + " holds " + name + " twice (with and without the " +
                         "\"transformer.\" prefix); keep one of them");
     }
     found[it->second] = &t;
   }
+  return found;
+}
 
-  out.params.reserve(infos.size());
-  for (size_t k = 0; k < infos.size(); ++k) {
-    const ParamInfo& info = infos[k];
-    const SafeTensor* t = found[k];
-    if (t == nullptr) {
-      throw ConfigError("checkpoint file " + weights + " is missing tensor " + info.name + " " + info.shape.str() +
-                        ", which the model in config.json needs; the checkpoint is incomplete — use another one");
-    }
-    if (t->dtype != DType::f32) {
-      throw ConfigError("tensor " + t->name + " in checkpoint file " + weights + " is " + dtype_name(t->dtype) +
-                        " but F32 is expected; save the model in float32");
-    }
-    if (!(t->shape == info.shape)) {
-      throw ConfigError("tensor " + t->name + " in checkpoint file " + weights + " has shape " + t->shape.str() +
-                        " but config.json's model expects " + info.shape.str() +
-                        "; the weights and config.json do not belong together — use a matching checkpoint");
-    }
-    out.params.push_back(t->floats());
-    require_finite(out.params.back(), info.name, weights);
+// A ConfigError unless `t` is there, F32, with the parameter's canonical shape.
+void require_parameter(const MappedTensor* t, const ParamInfo& info, const std::string& weights) {
+  if (t == nullptr) {
+    throw ConfigError("checkpoint file " + weights + " is missing tensor " + info.name + " " + info.shape.str() +
+                      ", which the model in config.json needs; the checkpoint is incomplete — use another one");
   }
+  if (t->dtype != DType::f32) {
+    throw ConfigError("tensor " + t->name + " in checkpoint file " + weights + " is " + dtype_name(t->dtype) +
+                      " but F32 is expected; save the model in float32");
+  }
+  if (!(t->shape == info.shape)) {
+    throw ConfigError("tensor " + t->name + " in checkpoint file " + weights + " has shape " + t->shape.str() +
+                      " but config.json's model expects " + info.shape.str() +
+                      "; the weights and config.json do not belong together — use a matching checkpoint");
+  }
+}
+
+}  // namespace
+
+MappedModel map_model(const std::string& dir) {
+  require_checkpoint_directory(dir);
+  const GPTConfig config = read_config((fs::path(dir) / kConfigFile).string());
+  MappedModel out{config, MappedSafeTensors((fs::path(dir) / kWeightsFile).string()), {}};
+  const std::string& weights = out.file.path();
+  const std::vector<ParamInfo> infos = canonical_parameters(config);
+  const MappedTensor* lm_head = nullptr;
+  out.params = match_names(out.file, infos, lm_head);
+  for (size_t k = 0; k < infos.size(); ++k) require_parameter(out.params[k], infos[k], weights);
   // An explicit LM head is fine only if it is the tied one: exactly wte (params[0]).
-  if (lm_head != nullptr &&
-      (lm_head->dtype != DType::f32 || !(lm_head->shape == infos[0].shape) || lm_head->bytes != found[0]->bytes)) {
+  if (lm_head != nullptr && (lm_head->dtype != DType::f32 || !(lm_head->shape == infos[0].shape) ||
+                             std::memcmp(lm_head->data, out.params[0]->data, lm_head->bytes) != 0)) {
     throw ConfigError("checkpoint file " + weights + " has an lm_head.weight that differs from " + infos[0].name +
                       ": an untied LM head is not supported; use a checkpoint whose LM head is tied to wte");
+  }
+  if (lm_head != nullptr) out.file.release(*lm_head);
+  return out;
+}
+
+LoadedModel load_model(const std::string& dir) {
+  const MappedModel m = map_model(dir);
+  LoadedModel out{m.config, {}, m.file.metadata()};
+  const std::vector<ParamInfo> infos = canonical_parameters(m.config);
+  for (size_t k = 0; k < infos.size(); ++k) {
+    std::vector<float> copy;
+    const float* values = floats_of(*m.params[k], copy);
+    out.params.emplace_back(values, values + infos[k].shape.numel());
+    require_finite(out.params.back(), infos[k].name, m.file.path());
   }
   return out;
 }
 
-void require_finite(const std::vector<float>& values, const std::string& tensor, const std::string& file) {
-  for (size_t k = 0; k < values.size(); ++k) {
-    if (!std::isfinite(values[k])) {
-      throw ConfigError("tensor " + tensor + " in " + file + " holds " + text(values[k]) + " at element " +
-                        std::to_string(k) + "; a checkpoint's values must be finite — use another checkpoint");
-    }
+void require_finite(const float* values, int64_t n, const std::string& tensor, const std::string& file) {
+  int64_t first = n;  // the first element that is not finite; n when every one is
+#pragma omp parallel for reduction(min : first) schedule(static)
+  for (int64_t k = 0; k < n; ++k) {
+    if (!std::isfinite(values[k]) && k < first) first = k;
   }
+  if (first < n) {
+    throw ConfigError("tensor " + tensor + " in " + file + " holds " + text(values[first]) + " at element " +
+                      std::to_string(first) + "; a checkpoint's values must be finite — use another checkpoint");
+  }
+}
+
+void require_finite(const std::vector<float>& values, const std::string& tensor, const std::string& file) {
+  require_finite(values.data(), static_cast<int64_t>(values.size()), tensor, file);
 }
 
 void check_same_model(const GPTConfig& expected, const GPTConfig& found, const std::string& dir) {

@@ -1,9 +1,12 @@
 // Model checkpoints in the Hugging Face GPT-2 layout: a directory holding config.json
 // (GPTConfig under GPT2Config's keys) and model.safetensors (the canonical tensors under their HF
 // names), which transformers.GPT2LMHeadModel.from_pretrained loads as it is. Every stage gathers its
-// shards into canonical tensors to save (model/shard.h) and scatters the loaded ones back.
+// shards into canonical tensors to save (model/shard.h) and scatters the loaded ones back, a tensor
+// at a time: the file is written as the tensors are gathered and read from its mapping.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,14 +47,35 @@ GPTConfig read_config(const std::string& path);
 void save_model(const std::string& dir, const GPTConfig& config, const CanonicalParams& params,
                 const Metadata& metadata = {});
 
+/// Parameter k's canonical elements (row-major in its canonical shape), asked for in canonical
+/// order; the pointer stays valid until the next call.
+using CanonicalSource = std::function<const float*(size_t k)>;
+/// The same, one tensor at a time (model/safetensors.h): `param` may gather tensor k just then, so
+/// the model is written without a canonical copy of it whole.
+void save_model(const std::string& dir, const GPTConfig& config, const CanonicalSource& param,
+                const Metadata& metadata = {});
+
 /// Throws core::ConfigError unless `dir` is a directory (the first check of every checkpoint read).
 void require_checkpoint_directory(const std::string& dir);
 
-/// Reads a checkpoint directory. Every canonical tensor must be present, F32, with its canonical
+/// A checkpoint's model as it lies in its mapped model.safetensors: the config, and for each canonical
+/// parameter its tensor in the mapping, checked to be there, F32 and of its canonical shape. Its
+/// values are read only when a caller takes them (and checks them finite, require_finite).
+struct MappedModel {
+  GPTConfig config;
+  MappedSafeTensors file;
+  std::vector<const MappedTensor*> params;  // canonical order, into file
+};
+
+/// Maps a checkpoint directory. Every canonical tensor must be present, F32, with its canonical
 /// shape. Also accepted: names without the "transformer." prefix (a GPT2Model save), an
-/// lm_head.weight equal to wte (tied; dropped), and old transformers' attn.bias / attn.masked_bias
-/// mask buffers (dropped). Anything else, a missing tensor, a wrong shape, a value that is not finite
-/// or an untied LM head is a core::ConfigError naming the tensor and the file.
+/// lm_head.weight equal to wte (tied; ignored), and old transformers' attn.bias / attn.masked_bias
+/// mask buffers (ignored). Anything else, a missing tensor, a wrong shape or an untied LM head is a
+/// core::ConfigError naming the tensor and the file.
+MappedModel map_model(const std::string& dir);
+
+/// map_model, then a copy of every tensor, each checked finite (a core::ConfigError naming the
+/// tensor, the file and the element otherwise).
 LoadedModel load_model(const std::string& dir);
 
 /// Throws core::ConfigError naming the first key on which a checkpoint's configuration (`found`, in
@@ -62,6 +86,7 @@ void check_same_model(const GPTConfig& expected, const GPTConfig& found, const s
 /// Throws core::ConfigError naming the tensor and the file unless every value is finite: a NaN or
 /// infinite weight would silently give a NaN loss.
 void require_finite(const std::vector<float>& values, const std::string& tensor, const std::string& file);
+void require_finite(const float* values, int64_t n, const std::string& tensor, const std::string& file);
 
 /// load_model, then check_same_model against `expected`: the parameters for a run whose model is fixed.
 CanonicalParams load_model_matching(const std::string& dir, const GPTConfig& expected);

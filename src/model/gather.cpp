@@ -1,6 +1,7 @@
 // Gathering shards into canonical tensors, and scattering them back, through host memory.
 #include "model/gather.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/errors.h"
@@ -32,6 +33,36 @@ std::vector<float> gather_canonical(const ParamTensor& t, const float* data, com
       throw std::logic_error("gather_canonical: shards of " + t.info.name + " differ in size");
     if (!spec.owner) continue;  // a replicated copy: its owner's copy is the one placed
     place_in_canonical(full.data(), all.data() + static_cast<size_t>(k) * static_cast<size_t>(n), spec);
+  }
+  return full;
+}
+
+std::vector<float> gather_canonical_on(int root, const core::Context& ctx, const ParamTensor& t, const float* data,
+                                       comm::Communicator& host_comm, const SpecOfRank& spec_of) {
+  if (ctx.device == core::Device::meta) return gather_canonical(ctx, t, data, host_comm, spec_of);  // its error
+  const int64_t n = t.spec.local_numel();
+  std::vector<float> host;  // this rank's shard, copied to the host when it lives on a GPU
+  const float* mine = data;
+  if (ctx.device != core::Device::cpu) {
+    host.resize(static_cast<size_t>(n));
+    core::copy_to_host(ctx, host.data(), data, n);
+    mine = host.data();
+  }
+  const bool is_root = host_comm.rank() == root;
+  std::vector<float> full(is_root ? static_cast<size_t>(t.spec.canonical.numel()) : 0), shard;
+  for (int k = 0; k < host_comm.size(); ++k) {
+    const ShardSpec spec = spec_of(t.info, k);
+    if (spec.local_numel() != n)
+      throw std::logic_error("gather_canonical_on: shards of " + t.info.name + " differ in size");
+    if (!spec.owner) continue;  // a replicated copy: its owner's copy is the one placed
+    const float* from = mine;
+    if (k != root) {  // the root's own shard needs no broadcast
+      shard.resize(static_cast<size_t>(n));
+      if (k == host_comm.rank()) std::copy_n(mine, n, shard.data());
+      host_comm.broadcast(shard.data(), n, k);
+      from = shard.data();
+    }
+    if (is_root) place_in_canonical(full.data(), from, spec);
   }
   return full;
 }

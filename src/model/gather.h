@@ -29,6 +29,14 @@ std::vector<float> gather_canonical(const core::Context& ctx, const ParamTensor&
 std::vector<float> gather_canonical(const ParamTensor& t, const float* data, comm::Communicator& host_comm,
                                     const SpecOfRank& spec_of);
 
+/// The canonical tensor of `t` on rank `root` of `host_comm` only (an empty vector elsewhere), for
+/// writing a checkpoint: the owners' shards are broadcast one at a time and the root places each.
+/// A rank holds one shard besides its own (the root the canonical tensor too), where
+/// gather_canonical holds every rank's shard and the canonical tensor on every rank (and MPI's
+/// all-gather may take a buffer of that size more). `data` and `ctx` as for gather_canonical.
+std::vector<float> gather_canonical_on(int root, const core::Context& ctx, const ParamTensor& t, const float* data,
+                                       comm::Communicator& host_comm, const SpecOfRank& spec_of);
+
 /// local (spec.local_shape(), in the memory of `ctx`) = the elements of `canonical_data` (the full
 /// canonical tensor, host memory) that the spec holds; 0 in padding. For loading checkpoints.
 void scatter_to_shard(const core::Context& ctx, float* local, const float* canonical_data, const ShardSpec& spec);

@@ -1,6 +1,7 @@
 // ParamSet: creation, initialisation and whole-set gradient operations.
 #include "model/param_set.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -9,8 +10,40 @@
 
 namespace optimus::model {
 
+void draw_shard(float* values, const ParamInfo& info, const ShardSpec& spec, uint32_t seed) {
+  const ShardRows rows(spec);
+#pragma omp parallel for schedule(dynamic, 16)
+  for (int64_t r = 0; r < rows.rows(); ++r) {
+    rows.for_each_run(r, [&](int64_t l, int64_t g, int64_t n) {
+      if (g == kPadding) {
+        std::fill_n(values + l, n, 0.0f);
+      } else {
+        initial_values(values + l, info, seed, g, n);
+      }
+    });
+  }
+}
+
+namespace {
+
+// t.value = its initial values: drawn in place on the CPU; on a GPU drawn on the host, then copied
+// (the same bits on both). A meta context holds no values: there is nothing to draw.
+void draw_initial_values(const core::Context& ctx, ParamTensor& t, uint32_t seed) {
+  if (ctx.device == core::Device::meta) return;
+  if (ctx.device == core::Device::cpu) {
+    draw_shard(t.value.data(), t.info, t.spec, seed);
+    return;
+  }
+  std::vector<float> host(static_cast<size_t>(t.value.numel()));
+  draw_shard(host.data(), t.info, t.spec, seed);
+  core::copy_to_device(ctx, t.value.data(), host.data(), t.value.numel());
+}
+
+}  // namespace
+
 ParamSet ParamSet::create(const GPTConfig& config, const core::Context& ctx,
-                          const std::function<ShardSpec(const ParamInfo&)>& spec_of, uint32_t seed) {
+                          const std::function<ShardSpec(const ParamInfo&)>& spec_of, uint32_t seed,
+                          InitialValues values) {
   ParamSet set;
   set.ctx = ctx;
   const std::vector<ParamInfo> infos = canonical_parameters(config);
@@ -18,32 +51,19 @@ ParamSet ParamSet::create(const GPTConfig& config, const core::Context& ctx,
   int64_t total = 0;
   for (const ParamInfo& info : infos) {
     specs.push_back(spec_of(info));
-    total += specs.back().local_shape().numel();
+    total += specs.back().local_numel();
   }
-  // Zero, as after zero_grads: backward accumulates into it.
-  set.grads = core::Buffer(*ctx.ledger, core::MemoryCategory::gradients, {total}, ctx.device, core::Fill::zero);
+  // Zero, as after zero_grads: backward accumulates into it. Lazily: a model that only evaluates
+  // never touches its gradients, and a training step writes them first (zero_grads).
+  set.grads = core::Buffer(*ctx.ledger, core::MemoryCategory::gradients, {total}, ctx.device, core::Fill::zero_lazy);
   int64_t offset = 0;
   for (size_t k = 0; k < infos.size(); ++k) {
-    const ParamInfo& info = infos[k];
-    const ShardSpec& spec = specs[k];
-    const core::Shape local = spec.local_shape();
-    ParamTensor t{info, spec, core::Buffer(*ctx.ledger, core::MemoryCategory::parameters, local, ctx.device),
+    const core::Shape local = specs[k].local_shape();
+    ParamTensor t{infos[k], std::move(specs[k]),
+                  core::Buffer(*ctx.ledger, core::MemoryCategory::parameters, local, ctx.device),
                   core::BufferView(set.grads.data() + offset, local)};
     offset += local.numel();
-    // A meta context holds no values: there is nothing to draw.
-    if (ctx.device == core::Device::meta) {
-      set.tensors.push_back(std::move(t));
-      continue;
-    }
-    // Each local element takes the value of its canonical element: layout-independent. Padding
-    // (no canonical element) is zero.
-    std::vector<float> host(static_cast<size_t>(local.numel()));
-    for (int64_t k = 0; k < local.numel(); ++k) {
-      const int64_t g = spec.global_index(k);
-      host[static_cast<size_t>(k)] = g == kPadding ? 0.0f : initial_value(info, seed, g);
-    }
-    // Drawn on the host, then copied to the context's device (a memcpy on the CPU).
-    core::copy_to_device(ctx, t.value.data(), host.data(), local.numel());
+    if (values == InitialValues::drawn) draw_initial_values(ctx, t, seed);
     set.tensors.push_back(std::move(t));
   }
   return set;

@@ -33,9 +33,11 @@ struct ParamSet {
 
   /// One tensor per canonical parameter of `config`, sharded by `spec_of`, allocated on the
   /// context's device and ledger (values as parameters, gradients as gradients), and initialised
-  /// from Philox under `seed` (drawn on the host, then copied to the device: the same bits on both).
+  /// from Philox under `seed` (for a GPU drawn on the host, then copied: the same bits on both) —
+  /// or, with InitialValues::loaded, left unset for a checkpoint's values.
   static ParamSet create(const GPTConfig& config, const core::Context& ctx,
-                         const std::function<ShardSpec(const ParamInfo&)>& spec_of, uint32_t seed);
+                         const std::function<ShardSpec(const ParamInfo&)>& spec_of, uint32_t seed,
+                         InitialValues values = InitialValues::drawn);
 
   /// The tensor of a canonical name (a linear search: stages resolve names once, model/named_params.h).
   ParamTensor& at(const std::string& name);
@@ -50,6 +52,11 @@ struct ParamSet {
   /// Multiplies every gradient by s.
   void scale_grads(const core::Context& ctx, float s);
 };
+
+/// values (spec.local_shape(), host memory) = the initial value of each local element's canonical
+/// element, 0 in padding: run by run (model::ShardRows), the rows in parallel. What ParamSet::create
+/// draws into each shard, the same in every layout; with ShardSpec::whole, the canonical tensor.
+void draw_shard(float* values, const ParamInfo& info, const ShardSpec& spec, uint32_t seed);
 
 /// Clips the gradients to a global norm of max_norm as torch.nn.utils.clip_grad_norm_ does
 /// (scaled by max_norm / (norm + 1e-6) when that is below 1; max_norm <= 0: no clipping) and

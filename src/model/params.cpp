@@ -1,6 +1,7 @@
 // The canonical parameter list and its initial values.
 #include "model/params.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/philox.h"
@@ -56,6 +57,34 @@ float initial_value(const ParamInfo& info, uint32_t seed, int64_t index) {
              core::philox_normal(core::init_key(seed, static_cast<uint32_t>(info.index)), static_cast<uint64_t>(index));
   }
   return 0.0f;
+}
+
+void initial_values(float* values, const ParamInfo& info, uint32_t seed, int64_t first, int64_t n) {
+  if (info.init != InitRule::normal) {
+    std::fill_n(values, n, info.init == InitRule::ones ? 1.0f : 0.0f);
+    return;
+  }
+  if (n <= 0) return;
+  const core::PhiloxKey key = core::init_key(seed, static_cast<uint32_t>(info.index));
+  int64_t k = 0;
+  if (first % 2 == 1) {  // the run starts on the sine branch of a pair
+    values[k++] = info.std * core::philox_normal_pair(key, static_cast<uint64_t>(first / 2)).odd;
+  }
+  // Whole pairs (first + k is even), a block at a time: the block's Philox calls first (a loop the
+  // compiler vectorises), then their Box-Muller transforms.
+  constexpr int64_t kBlock = 64;
+  r123::Philox4x32::ctr_type words[kBlock];
+  while (k + 1 < n) {
+    const int64_t pairs = std::min(kBlock, (n - k) / 2);
+    const auto pair0 = static_cast<uint64_t>((first + k) / 2);
+    for (int64_t i = 0; i < pairs; ++i) words[i] = core::philox(key, pair0 + static_cast<uint64_t>(i));
+    for (int64_t i = 0; i < pairs; ++i, k += 2) {
+      const core::NormalPair p = core::box_muller(words[i]);
+      values[k] = info.std * p.even;
+      values[k + 1] = info.std * p.odd;
+    }
+  }
+  if (k < n) values[k] = info.std * core::philox_normal_pair(key, static_cast<uint64_t>((first + k) / 2)).even;
 }
 
 }  // namespace optimus::model

@@ -14,6 +14,11 @@ namespace optimus::model {
 
 enum class InitRule { normal, zeros, ones };
 
+/// Where a new model's parameter values come from: drawn from Philox under the seed (a fresh
+/// model), or loaded from a checkpoint right after the model is built; until then they are unset
+/// (drawing them first would be work thrown away: 124M Philox draws for GPT-2 small).
+enum class InitialValues { drawn, loaded };
+
 /// How a parameter is used, which decides weight decay (2-D weights only) and how stages shard it.
 enum class ParamKind {
   token_embedding,     // wte (V, C), tied with the LM head
@@ -50,5 +55,8 @@ std::vector<ParamInfo> canonical_parameters(const GPTConfig& config);
 /// The canonical value of element `index` (flat, row-major in the canonical shape) of a parameter,
 /// drawn from philox under init_key(seed, info.index). Independent of any layout.
 float initial_value(const ParamInfo& info, uint32_t seed, int64_t index);
+/// values[k] = initial_value(info, seed, first + k) for k in [0, n): a run of side-by-side canonical
+/// elements, the same floats, drawn a pair per Philox call (core::philox_normal_pair).
+void initial_values(float* values, const ParamInfo& info, uint32_t seed, int64_t first, int64_t n);
 
 }  // namespace optimus::model

@@ -1,10 +1,12 @@
-// The safetensors reader and writer. The writer lays tensors out back to back in the order given;
-// the reader trusts nothing: every offset, shape and length in the header is checked against the
-// file before a byte of data is used.
+// The safetensors reader and writer. The writer lays tensors out back to back in the order given,
+// taking each tensor's bytes only when it reaches it; the reader trusts nothing: every offset, shape
+// and length in the header is checked against the file before the file is mapped and a byte of
+// data is used.
 #include "model/safetensors.h"
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -15,6 +17,7 @@
 #include "core/errors.h"
 #include "io/file_io.h"
 #include "io/json_text.h"
+#include "io/mapped_file.h"
 
 namespace optimus::model {
 
@@ -154,6 +157,28 @@ std::vector<int32_t> SafeTensor::ints() const {
   return v;
 }
 
+namespace {
+
+// The tensor of `file` called `name` (a SafeTensor or a MappedTensor), checked to have `dtype` and
+// `shape`; a ConfigError naming the tensor, the file, what was expected and what was found otherwise.
+template <class Tensor>
+const Tensor& require_tensor(const std::vector<Tensor>& tensors, const std::string& path, const std::string& name,
+                             DType dtype, const core::Shape& shape) {
+  const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.name == name; });
+  if (it == tensors.end()) {
+    throw ConfigError("checkpoint file " + path + " has no tensor " + name +
+                      "; it was saved by another program or for another model — use a matching checkpoint");
+  }
+  if (it->dtype != dtype || !(it->shape == shape)) {
+    throw ConfigError("tensor " + name + " in checkpoint file " + path + " is " + dtype_name(it->dtype) + " " +
+                      it->shape.str() + " but " + dtype_name(dtype) + " " + shape.str() +
+                      " is expected; the checkpoint was saved for another model — use a matching checkpoint");
+  }
+  return *it;
+}
+
+}  // namespace
+
 const SafeTensor* SafeTensorFile::find(const std::string& name) const {
   for (const SafeTensor& t : tensors) {
     if (t.name == name) return &t;
@@ -162,36 +187,23 @@ const SafeTensor* SafeTensorFile::find(const std::string& name) const {
 }
 
 const SafeTensor& SafeTensorFile::require(const std::string& name, DType dtype, const core::Shape& shape) const {
-  const SafeTensor* t = find(name);
-  if (t == nullptr) {
-    throw ConfigError("checkpoint file " + path + " has no tensor " + name +
-                      "; it was saved by another program or for another model — use a matching checkpoint");
-  }
-  if (t->dtype != dtype || !(t->shape == shape)) {
-    throw ConfigError("tensor " + name + " in checkpoint file " + path + " is " + dtype_name(t->dtype) + " " +
-                      t->shape.str() + " but " + dtype_name(dtype) + " " + shape.str() +
-                      " is expected; the checkpoint was saved for another model — use a matching checkpoint");
-  }
-  return *t;
+  return require_tensor(tensors, path, name, dtype, shape);
 }
 
-void write_safetensors(const std::string& path, const std::vector<SafeTensor>& tensors, const Metadata& metadata) {
+void write_safetensors(const std::string& path, const std::vector<TensorHeader>& tensors,
+                       const std::function<const void*(size_t k)>& bytes_of, const Metadata& metadata) {
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::set<std::string> names;
   uint64_t offset = 0;
-  for (const SafeTensor& t : tensors) {
+  for (const TensorHeader& t : tensors) {
     if (t.name.empty() || t.name == "__metadata__" || !names.insert(t.name).second) {
       throw std::invalid_argument("write_safetensors: tensor name '" + t.name + "' is empty, reserved or repeated");
     }
     for (int64_t d : t.shape.dims) {
       if (d < 0) throw std::invalid_argument("write_safetensors: tensor " + t.name + " has shape " + t.shape.str());
     }
-    if (t.bytes.size() != static_cast<size_t>(t.shape.numel()) * kElementBytes) {
-      throw std::invalid_argument("write_safetensors: tensor " + t.name + " of shape " + t.shape.str() + " holds " +
-                                  std::to_string(t.bytes.size()) + " bytes");
-    }
-    const uint64_t end = offset + t.bytes.size();
+    const uint64_t end = offset + static_cast<uint64_t>(t.shape.numel()) * kElementBytes;
     header[t.name] = {
         {"dtype", dtype_name(t.dtype)}, {"shape", t.shape.dims}, {"data_offsets", json::array({offset, end})}};
     offset = end;
@@ -204,8 +216,24 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
   io::write_atomically(path, [&](std::FILE* f) {
     io::write_bytes(f, length, 8, path);
     io::write_bytes(f, text.data(), text.size(), path);
-    for (const SafeTensor& t : tensors) io::write_bytes(f, t.bytes.data(), t.bytes.size(), path);
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      io::write_bytes(f, bytes_of(k), static_cast<size_t>(tensors[k].shape.numel()) * kElementBytes, path);
+    }
   });
+}
+
+void write_safetensors(const std::string& path, const std::vector<SafeTensor>& tensors, const Metadata& metadata) {
+  std::vector<TensorHeader> headers;
+  for (const SafeTensor& t : tensors) {
+    const bool valid_shape = std::all_of(t.shape.dims.begin(), t.shape.dims.end(), [](int64_t d) { return d >= 0; });
+    if (valid_shape && t.bytes.size() != static_cast<size_t>(t.shape.numel()) * kElementBytes) {
+      throw std::invalid_argument("write_safetensors: tensor " + t.name + " of shape " + t.shape.str() + " holds " +
+                                  std::to_string(t.bytes.size()) + " bytes");
+    }
+    headers.push_back({t.name, t.dtype, t.shape});
+  }
+  write_safetensors(
+      path, headers, [&](size_t k) { return static_cast<const void*>(tensors[k].bytes.data()); }, metadata);
 }
 
 namespace {
@@ -246,8 +274,18 @@ uint64_t require_tiled(const std::string& where, std::vector<Entry>& entries, ui
 
 }  // namespace
 
-SafeTensorFile read_safetensors(const std::string& path) {
-  // The header first; the data is read only once the header accounts for every byte of the file.
+namespace {
+
+// What a file's header says, every promise checked against the file: its tensors in the order of
+// their data (offsets from `data_begin`), its metadata, and the file's size.
+struct Header {
+  std::vector<Entry> entries;
+  Metadata metadata;
+  uint64_t data_begin = 0, size = 0;
+};
+
+// Reads and checks the 8-byte length and the header; reads none of the data.
+Header read_header(const std::string& path) {
   const std::string where = "checkpoint file " + path;
   const uintmax_t size = io::regular_file_size(path, "checkpoint file");
   if (size < 8) {
@@ -278,26 +316,62 @@ SafeTensorFile read_safetensors(const std::string& path) {
   if (!header.is_object()) {
     throw ConfigError(where + " has a header that is a JSON " + header.type_name() + ", not an object" + kUseAnother);
   }
-
-  SafeTensorFile out;
-  out.path = path;
-  std::vector<Entry> entries;
+  Header out;
   for (const auto& [key, value] : header.items()) {
     if (key == "__metadata__") {
       out.metadata = parse_metadata(where, value);
     } else {
-      entries.push_back(parse_entry(where, key, value));
+      out.entries.push_back(parse_entry(where, key, value));
     }
   }
-  const uint64_t covered = require_tiled(where, entries, after_length - n);
-  std::string data(covered, '\0');
-  if (!in.read(data.data(), static_cast<std::streamsize>(covered))) {
-    throw ConfigError("cannot read " + where + "; check the file system");
+  require_tiled(where, out.entries, after_length - n);
+  out.data_begin = 8 + n;
+  out.size = size;
+  return out;
+}
+
+}  // namespace
+
+MappedSafeTensors::MappedSafeTensors(const std::string& path) : path_(path) {
+  Header header = read_header(path);
+  file_ = io::MappedFile(path, header.size, "checkpoint file");
+  metadata_ = std::move(header.metadata);
+  for (Entry& e : header.entries) {
+    tensors_.push_back(
+        {std::move(e.name), e.dtype, std::move(e.shape), file_.data() + header.data_begin + e.begin, e.end - e.begin});
   }
-  for (Entry& e : entries) {
-    SafeTensor t{std::move(e.name), e.dtype, std::move(e.shape), {}};
-    t.bytes.assign(data.data() + e.begin, data.data() + e.end);
-    out.tensors.push_back(std::move(t));
+}
+
+const MappedTensor* MappedSafeTensors::find(const std::string& name) const {
+  for (const MappedTensor& t : tensors_) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+const MappedTensor& MappedSafeTensors::require(const std::string& name, DType dtype, const core::Shape& shape) const {
+  return require_tensor(tensors_, path_, name, dtype, shape);
+}
+
+void MappedSafeTensors::release(const MappedTensor& t) const {
+  file_.release(static_cast<size_t>(t.data - file_.data()), static_cast<size_t>(t.bytes));
+}
+
+const float* floats_of(const MappedTensor& t, std::vector<float>& copy) {
+  if (t.dtype != DType::f32) throw std::logic_error("floats_of: tensor " + t.name + " is " + dtype_name(t.dtype));
+  if (reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) return reinterpret_cast<const float*>(t.data);
+  copy.resize(static_cast<size_t>(t.bytes / sizeof(float)));
+  if (t.bytes > 0) std::memcpy(copy.data(), t.data, static_cast<size_t>(t.bytes));
+  return copy.data();
+}
+
+SafeTensorFile read_safetensors(const std::string& path) {
+  const MappedSafeTensors mapped(path);
+  SafeTensorFile out;
+  out.path = path;
+  out.metadata = mapped.metadata();
+  for (const MappedTensor& t : mapped.tensors()) {
+    out.tensors.push_back({t.name, t.dtype, t.shape, std::vector<unsigned char>(t.data, t.data + t.bytes)});
   }
   return out;
 }

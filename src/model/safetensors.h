@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "core/tensor.h"
+#include "io/mapped_file.h"
 
 namespace optimus::model {
 
@@ -54,10 +56,69 @@ struct SafeTensorFile {
 /// does. Duplicate or empty names and byte counts that do not match the shape are std::invalid_argument.
 void write_safetensors(const std::string& path, const std::vector<SafeTensor>& tensors, const Metadata& metadata = {});
 
+/// A tensor to write before its bytes exist: its name, dtype and shape.
+struct TensorHeader {
+  std::string name;
+  DType dtype = DType::f32;
+  core::Shape shape;
+};
+
+/// The same file, one tensor at a time: the header from `tensors`, then for k = 0, 1, … in order the
+/// shape's numel × 4 bytes at bytes_of(k), which may make tensor k just then (gather it from the
+/// ranks); the pointer must stay valid until the next call. So a model is written without a whole
+/// copy of it beside the model. A throw from bytes_of ends the write as a failed one.
+void write_safetensors(const std::string& path, const std::vector<TensorHeader>& tensors,
+                       const std::function<const void*(size_t k)>& bytes_of, const Metadata& metadata = {});
+
+/// One tensor of a mapped file: its bytes where they lie in the mapping (numel × 4, little-endian,
+/// row-major), read from the page cache when first touched.
+struct MappedTensor {
+  std::string name;
+  DType dtype = DType::f32;
+  core::Shape shape;
+  const unsigned char* data = nullptr;
+  uint64_t bytes = 0;
+};
+
+/// A safetensors file mapped into memory read-only, its header checked as read_safetensors checks
+/// it before any data is touched. A reader takes each tensor straight from the mapping into the
+/// shard that needs it and then releases its pages, so a checkpoint is never held whole in a
+/// process's memory; the processes of a node share the file's pages. Move-only; unmapped when
+/// destroyed (the tensors' data pointers with it).
+class MappedSafeTensors {
+ public:
+  /// Maps and checks the file: a core::ConfigError as read_safetensors gives for anything wrong.
+  explicit MappedSafeTensors(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  /// Its tensors in the order of their data.
+  const std::vector<MappedTensor>& tensors() const { return tensors_; }
+  const Metadata& metadata() const { return metadata_; }
+  /// The tensor called `name`, or nullptr.
+  const MappedTensor* find(const std::string& name) const;
+  /// The tensor called `name`, checked as SafeTensorFile::require checks it (the same sentences).
+  const MappedTensor& require(const std::string& name, DType dtype, const core::Shape& shape) const;
+  /// Lets the pages of `t` leave this process's resident memory (io::MappedFile::release), once its
+  /// values have been taken where they belong.
+  void release(const MappedTensor& t) const;
+
+ private:
+  std::string path_;
+  io::MappedFile file_;
+  std::vector<MappedTensor> tensors_;
+  Metadata metadata_;
+};
+
+/// The floats of an F32 tensor (std::logic_error for another dtype): where they lie in the mapping
+/// when that is float-aligned (in every file whose header is padded to 8 bytes, as the reference
+/// writer and ours pad it), else copied into `copy`.
+const float* floats_of(const MappedTensor& t, std::vector<float>& copy);
+
 /// Reads and validates a whole file. Anything wrong with it (missing, too short, a header that is
 /// not JSON or not the expected structure, an unknown dtype, a shape that does not match its bytes,
 /// data ranges out of order, overlapping, with gaps or past the end, a truncated file or trailing
 /// bytes) is a core::ConfigError: one sentence naming the file, what is wrong, and what to do.
+/// A copy of the whole file: large files are better read through MappedSafeTensors.
 SafeTensorFile read_safetensors(const std::string& path);
 
 }  // namespace optimus::model

@@ -47,16 +47,6 @@ std::vector<Segment> padded_part(int64_t n, int64_t parts, int64_t index) {
   return segs;
 }
 
-core::Shape ShardSpec::local_shape() const {
-  std::vector<int64_t> shape;
-  for (const auto& segs : dims) {
-    int64_t n = 0;
-    for (const auto& seg : segs) n += seg.length;
-    shape.push_back(n);
-  }
-  return core::Shape(shape);
-}
-
 int64_t ShardSpec::real_numel() const {
   int64_t n = 1;
   for (const auto& segs : dims) {
@@ -76,13 +66,20 @@ static int64_t canonical_along(const std::vector<Segment>& segs, int64_t k) {
   throw std::out_of_range("ShardSpec: local index outside the shard");
 }
 
+// The length of a dimension: the sum of its segments.
+static int64_t local_length(const std::vector<Segment>& segs) {
+  int64_t n = 0;
+  for (const auto& seg : segs) n += seg.length;
+  return n;
+}
+
 int64_t ShardSpec::global_index(int64_t k) const {
-  const core::Shape local = local_shape();
   int64_t global = 0, stride = 1, rest = k;
-  for (int d = local.rank() - 1; d >= 0; --d) {
-    const int64_t local_index = rest % local[d];
-    rest /= local[d];
-    const int64_t along = canonical_along(dims[static_cast<size_t>(d)], local_index);
+  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+    const auto& segs = dims[static_cast<size_t>(d)];
+    const int64_t n = local_length(segs);
+    const int64_t along = canonical_along(segs, rest % n);
+    rest /= n;
     if (along == kPadding) return kPadding;
     global += along * stride;
     stride *= canonical[d];
@@ -90,19 +87,57 @@ int64_t ShardSpec::global_index(int64_t k) const {
   return global;
 }
 
+core::Shape ShardSpec::local_shape() const {
+  std::vector<int64_t> shape;
+  for (const auto& segs : dims) shape.push_back(local_length(segs));
+  return core::Shape(shape);
+}
+
+ShardRows::ShardRows(const ShardSpec& spec) : spec_(&spec) {
+  if (spec.dims.empty()) throw std::invalid_argument("ShardRows: the spec has no dimensions");
+  columns_ = &spec.dims.back();
+  for (const auto& segs : spec.dims) local_dims_.push_back(local_length(segs));
+  row_length_ = local_dims_.back();
+  rows_ = 1;
+  for (size_t d = 0; d + 1 < local_dims_.size(); ++d) rows_ *= local_dims_[d];
+}
+
+int64_t ShardRows::canonical_row_start(int64_t r) const {
+  const int last = static_cast<int>(local_dims_.size()) - 1;
+  int64_t global = 0, stride = spec_->canonical[last], rest = r;
+  for (int d = last - 1; d >= 0; --d) {
+    const int64_t along =
+        canonical_along(spec_->dims[static_cast<size_t>(d)], rest % local_dims_[static_cast<size_t>(d)]);
+    rest /= local_dims_[static_cast<size_t>(d)];
+    if (along == kPadding) return kPadding;
+    global += along * stride;
+    stride *= spec_->canonical[d];
+  }
+  return global;
+}
+
+// Both copies run row by row, the rows in parallel: a run is a copy of side-by-side floats.
 void scatter_from_canonical(float* local, const float* canonical_data, const ShardSpec& spec) {
-  const int64_t n = spec.local_numel();
-  for (int64_t k = 0; k < n; ++k) {
-    const int64_t g = spec.global_index(k);
-    local[k] = g == kPadding ? 0.0f : canonical_data[g];
+  const ShardRows rows(spec);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows.rows(); ++r) {
+    rows.for_each_run(r, [&](int64_t l, int64_t g, int64_t n) {
+      if (g == kPadding) {
+        std::fill_n(local + l, n, 0.0f);
+      } else {
+        std::copy_n(canonical_data + g, n, local + l);
+      }
+    });
   }
 }
 
 void place_in_canonical(float* canonical_data, const float* local, const ShardSpec& spec) {
-  const int64_t n = spec.local_numel();
-  for (int64_t k = 0; k < n; ++k) {
-    const int64_t g = spec.global_index(k);
-    if (g != kPadding) canonical_data[g] = local[k];
+  const ShardRows rows(spec);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows.rows(); ++r) {
+    rows.for_each_run(r, [&](int64_t l, int64_t g, int64_t n) {
+      if (g != kPadding) std::copy_n(local + l, n, canonical_data + g);
+    });
   }
 }
 

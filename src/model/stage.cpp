@@ -5,13 +5,13 @@
 
 namespace optimus::model {
 
-Stage::Stage(const GPTConfig& config, const core::Context& ctx, uint32_t seed, Recompute recompute)
-    : config_(config), ctx_(ctx), seed_(seed), recompute_(recompute) {
+Stage::Stage(const GPTConfig& config, const core::Context& ctx, uint32_t seed, const StageOptions& options)
+    : config_(config), ctx_(ctx), seed_(seed), recompute_(options.recompute), values_(options.values) {
   config_.validate();
 }
 
 void Stage::create_params(const std::function<ShardSpec(const ParamInfo&)>& spec) {
-  params_ = ParamSet::create(config_, ctx_, spec, seed_);
+  params_ = ParamSet::create(config_, ctx_, spec, seed_, values_);
   weights_ = ModelParams::values(params_);
   grads_ = ModelParams::grads(params_);
 }

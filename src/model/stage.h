@@ -28,11 +28,12 @@ class Stage : public Model {
   const Activations& activations() const { return acts_; }
 
  protected:
-  /// Checks the config (core::ConfigError); allocates nothing.
-  Stage(const GPTConfig& config, const core::Context& ctx, uint32_t seed, Recompute recompute);
+  /// Checks the config (core::ConfigError); allocates nothing. Keeps the options' recomputation
+  /// and initial values (the stage keeps the rest itself).
+  Stage(const GPTConfig& config, const core::Context& ctx, uint32_t seed, const StageOptions& options);
   /// This rank's shards as `spec` places them, initialised from Philox under the seed and keyed by
-  /// canonical indices, so every layout draws the same weights. Called once, by the stage's
-  /// constructor after its own checks.
+  /// canonical indices, so every layout draws the same weights (unless the options said a
+  /// checkpoint's values are loaded next). Called once, by the stage's constructor after its own checks.
   void create_params(const std::function<ShardSpec(const ParamInfo&)>& spec);
 
   /// The dropout of one site of layer `layer` in the last forward's batch: the part of the
@@ -53,6 +54,7 @@ class Stage : public Model {
   core::Context ctx_;
   uint32_t seed_;
   Recompute recompute_;
+  InitialValues values_;
   ParamSet params_;
   ModelParams weights_;  // params_'s values by name
   ModelParams grads_;    // params_'s gradients by name

@@ -13,7 +13,7 @@ using core::DropoutSite;
 using core::Trans;
 
 GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const model::StageOptions& memory)
-    : Stage(config, ctx, seed, memory.recompute) {
+    : Stage(config, ctx, seed, memory) {
   if (memory.sequence_parallel)
     throw std::invalid_argument("serial::GPT: sequence parallelism is a mode of the 1D stage");
   create_params([](const model::ParamInfo& p) { return model::ShardSpec::whole(p.shape); });

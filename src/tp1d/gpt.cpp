@@ -24,7 +24,7 @@ using core::Trans;
 
 GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid1D& grid,
          const model::StageOptions& memory)
-    : Stage(config, ctx, seed, memory.recompute),
+    : Stage(config, ctx, seed, memory),
       grid_(grid),
       p_(grid.p()),
       r_(grid.r()),

@@ -21,7 +21,7 @@ using core::DropoutSite;
 
 GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid2D& grid,
          const model::StageOptions& memory)
-    : Stage(config, ctx, seed, memory.recompute), grid_(grid), q_(grid.q()), i_(grid.i()), j_(grid.j()) {
+    : Stage(config, ctx, seed, memory), grid_(grid), q_(grid.q()), i_(grid.i()), j_(grid.j()) {
   if (memory.sequence_parallel)
     throw std::invalid_argument("tp2d::GPT: sequence parallelism is a mode of the 1D stage");
   if (grid.overlap() != memory.overlap) {

@@ -25,14 +25,16 @@ struct TrainState {
 
 /// Collective over the world: gathers every shard into canonical tensors over `model_group` (the
 /// ranks of one model copy, spec_of's ranks; the world when null) and rank 0 writes config.json,
-/// model.safetensors and (when opt is given) train_state.safetensors into dir. A failure to write
-/// on rank 0 is a ConfigError on every rank.
+/// model.safetensors and (when opt is given) train_state.safetensors into dir, each tensor as soon
+/// as it is gathered (a rank holds one canonical tensor at a time besides its shards). A failure to
+/// write on rank 0 is a ConfigError on every rank.
 void save_checkpoint(const std::string& dir, const model::GPTConfig& config, const model::ParamSet& params,
                      const model::SpecOfRank& spec_of, comm::World& world, const AdamW* opt, const TrainState& state,
                      comm::Communicator* model_group = nullptr);
 
-/// Loads a checkpoint's model into params (each rank reads the canonical tensors and keeps its shard) (its config must
-/// equal `config`; ConfigError otherwise).
+/// Loads a checkpoint's model into params: each rank maps model.safetensors and copies its shard of
+/// each tensor straight from the mapping, checking the tensor finite, then lets its pages go (its
+/// config must equal `config`; ConfigError otherwise, as for a missing, misshapen or non-finite tensor).
 void load_weights(const std::string& dir, const model::GPTConfig& config, model::ParamSet& params);
 
 /// Loads train_state.safetensors into opt and returns the state; ConfigError if it is missing or

@@ -471,7 +471,7 @@ std::string step_metrics(int step, const StepOutcome& s, float lr, double ms, do
 // serial model and prints a sample of --sample tokens.
 void print_sample(const TrainOptions& o, comm::World& world, const std::string& last_dir) {
   if (o.sample_tokens <= 0 || world.rank() != 0 || last_dir.empty()) return;
-  serial::GPT sampler(o.model, core::cpu_context(), o.seed);
+  serial::GPT sampler(o.model, core::cpu_context(), o.seed, {.values = model::InitialValues::loaded});
   load_weights(last_dir, o.model, sampler.params());
   SampleOptions so;
   so.tokens = o.sample_tokens;
@@ -711,9 +711,11 @@ int train(TrainOptions o, comm::World& world) {
                o.model.num_parameters(), to_string(o.layout), world.size(), world.size() == 1 ? "" : "s",
                copies.c_str(), name(train_data).c_str(), name(val_data).c_str(), B, T);
   std::unique_ptr<comm::Communicator> device;  // outlives the model
+  model::StageOptions stage = o.stage;
+  if (!o.resume.empty() || !o.init_from.empty()) stage.values = model::InitialValues::loaded;  // start_of_run's
   const LayoutModel built =
-      D == 1 ? build_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(), o.stage, device)
-             : build_model(o.layout, o.model, o.seed, *dp.model, ctx, o.stage);
+      D == 1 ? build_model(o.layout, o.model, o.seed, world, ctx, o.device.device_comm(), stage, device)
+             : build_model(o.layout, o.model, o.seed, *dp.model, ctx, stage);
   return run_training(o, world, dp, *built.model, train_data, val_data, eval_batches, tokenizer);
 }
 

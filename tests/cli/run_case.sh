@@ -20,7 +20,7 @@ processes_of() { pgrep -f -- "$1" || true; }
 cleanup() {
   local p
   for p in $(processes_of "$tmp"); do kill -KILL "$p" 2>/dev/null; done
-  if mountpoint -q "$tmp/ws/full" 2>/dev/null; then umount "$tmp/ws/full"; fi  # tokenize_full_disk's
+  if mountpoint -q "$tmp/ws/full" 2>/dev/null; then umount "$tmp/ws/full"; fi  # the full-disk cases
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -699,6 +699,23 @@ case_nan_loss() {
     fail "optimus eval of the kept checkpoint failed: $(cat "$tmp/out")"
   cat "$tmp/out"
   grep -Eq '^loss [0-9]' "$tmp/out" || fail "optimus eval printed no finite loss"
+}
+
+# A checkpoint that does not fit on its disk (a 64 KiB tmpfs, as root), 2d on 4 ranks: rank 0's
+# write fails part-way through the tensors while every rank is still gathering them; all ranks end
+# within 60 s with one sentence, and no half-written checkpoint is left.
+case_checkpoint_full_disk() {
+  mkdir "$ws/full"
+  if ! mount -t tmpfs -o size=64k tmpfs "$ws/full" 2>/dev/null; then
+    echo "SKIP: cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN)"
+    exit 77
+  fi
+  fails_with "cannot write $ws/full/run/.tmp_step_000002/model.safetensors: the disk is full" \
+    "$mpiexec" -np 4 "$optimus" train --layout 2d "${model[@]}" "${quiet[@]}" --steps 2 --data "$ws/text.txt" \
+    --out "$ws/full/run"
+  local left
+  left=$(ls -A "$ws/full/run" | tr '\n' ' ')
+  [[ "$left" == "metrics.jsonl " ]] || fail "the run left '$left' in $ws/full/run"
 }
 
 # Step 3's gradient norm is NaN while its loss is finite: the step is refused before the update,
