@@ -29,7 +29,24 @@ Each command runs as written except for:
     the command, or is appended (before a trailing comment);
   - listed exceptions (EXCEPTIONS, each with its reason) are not run, only counted.
 A command expected to fail runs exactly as written. The exact text that runs is printed before it
-runs. build/ is a link, not a copy, because building again would take many minutes and the commands
+runs.
+
+What a command prints is checked against the output the page shows for it (a transcript's lines
+after its "$ " line). Each shown line must appear in what the command printed, in the page's order
+(other lines may come between; a line "..." or "…" stands for lines left out, a "…" in a line for
+text left out), compared piece by piece: the text between numbers exactly (a run of blanks matches
+any run), a timing (a number followed by
+ms, s, µs, tok/s, GFLOP/s, GB/s or MB/s) as any number, since no two machines or runs agree on
+one, and the other numbers as the block says in an HTML comment on the line before its fence:
+  <!-- output: exact -->                   every number as written (the default, without a comment)
+  <!-- output: numbers within 5% -->       each number within 5 % of the shown one
+  <!-- output: numbers within 1e-6 -->     each number within 1e-6 of it (both: "within 5% or 1e-6")
+  <!-- output: text only -->               any number where the page shows one
+  <!-- output: not checked, REASON -->     nothing compared; the reason is printed
+A block of output with no "$ " line (test output, a table) is tied to the command that prints it by
+"of: COMMAND" in its comment, e.g. <!-- output: numbers within 1%; of: build/optimus plan ... -->;
+that command runs in its place in the page. A scaled command's output is not compared (its flags
+are not the page's), and neither is the output of a command expected to fail beyond its error line. build/ is a link, not a copy, because building again would take many minutes and the commands
 only read it (scripts/build finds it up to date). The environment adds what mpirun needs as root on
 a small machine (the OMPI_* variables of the chapters' "Run it") and one thread per process, as in
 every MPI test of the suite, and keeps Jupyter and matplotlib settings in the temporary folder.
@@ -87,8 +104,9 @@ def is_complete(text):
 
 
 def fenced_blocks(lines):
-    """Yields (info string, first line number, the block's lines) of each fenced block; a block
-    indented in a list loses the fence's indentation."""
+    """Yields (info string, first line number, the block's lines, the text of an output comment on
+    the line before its fence or None) of each fenced block; a block indented in a list loses the
+    fence's indentation."""
     k = 0
     while k < len(lines):
         m = re.match(r"^(\s*)```\s*(\S*)", lines[k])
@@ -96,20 +114,26 @@ def fenced_blocks(lines):
             k += 1
             continue
         indent, info = len(m.group(1)), m.group(2)
+        marker = MARKER.match(lines[k - 1]) if k > 0 else None
         start, body = k + 1, []
         k += 1
         while k < len(lines) and not re.match(r"^\s*```\s*$", lines[k]):
             line = lines[k]
             body.append(line[min(indent, len(line) - len(line.lstrip())):])
             k += 1
-        yield info.lower(), start + 1, body
+        yield info.lower(), start + 1, body, marker.group(1) if marker else None
         k += 1
 
 
 def commands_of(page_text):
-    """The page's commands, in order: dicts with line (1-based), text and expected_error (or None)."""
+    """The page's commands, in order: dicts with line (1-based), text, expected_error (or None), shown
+    (the output lines the page shows for it) and rule (how they are compared, parse_marker's)."""
     found = []
-    for info, first, body in fenced_blocks(page_text.split("\n")):
+    for info, first, body, marker in fenced_blocks(page_text.split("\n")):
+        rule = parse_marker(marker)
+        if rule["of"]:  # a block of output, tied to the command that prints it
+            found.append({"line": first, "text": rule["of"], "expected_error": None, "shown": body, "rule": rule})
+            continue
         if info not in SHELL_INFO:
             continue
         transcript = any(line.startswith("$ ") for line in body)
@@ -129,10 +153,111 @@ def commands_of(page_text):
                 k += 1
                 text += "\n" + body[k]
             k += 1
-            shown = body[k] if transcript and k < len(body) and not body[k].startswith("$ ") else ""
-            found.append({"line": first + start, "text": text,
-                          "expected_error": shown.strip() if shown.startswith("error:") else None})
+            shown = []
+            while transcript and k < len(body) and not body[k].startswith("$ "):
+                shown.append(body[k])
+                k += 1
+            first_shown = next((line for line in shown if line.strip()), "")
+            found.append({"line": first + start, "text": text, "shown": shown, "rule": rule,
+                          "expected_error": first_shown.strip() if first_shown.startswith("error:") else None})
     return found
+
+NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+TIMING = re.compile(r"^ ?(ms|s|µs|us|tok/s|GFLOP/s|GB/s|MB/s)\b")  # the unit after a timing
+MARKER = re.compile(r"^\s*<!--\s*output:\s*(.*?)\s*-->\s*$")
+
+
+def parse_marker(text):
+    """A block's output rule from its comment: dict(mode, rel, abs, reason, of)."""
+    rule = {"mode": "exact", "rel": 0.0, "abs": 0.0, "reason": None, "of": None}
+    if text is None:
+        return rule
+    parts = [part.strip() for part in text.split(";")]
+    for part in parts:
+        if part.startswith("of:"):
+            rule["of"] = part[3:].strip()
+        elif part == "exact":
+            rule["mode"] = "exact"
+        elif part == "text only":
+            rule["mode"] = "text"
+        elif part.startswith("not checked"):
+            rule["mode"], rule["reason"] = "none", part[len("not checked"):].lstrip(" ,:") or "the page says so"
+        elif part.startswith("numbers within"):
+            rule["mode"] = "within"
+            for bound in re.split(r"\s+or\s+", part[len("numbers within"):].strip()):
+                if bound.endswith("%"):
+                    rule["rel"] = float(bound[:-1]) / 100
+                else:
+                    rule["abs"] = float(bound)
+        else:
+            raise ValueError(f"an output comment this test does not know: {part!r}")
+    return rule
+
+
+def line_pattern(shown):
+    """A shown line as a regular expression for the printed one, and which of its numbers are
+    timings: the text as written (a run of blanks as any run), each number as any number, each "…"
+    as any text."""
+    pattern, timings = [], []
+    shown = shown.strip()
+    k = 0
+    for m in re.finditer(NUMBER.pattern + r"|…|\s+", shown):
+        pattern.append(re.escape(shown[k:m.start()]))
+        token = m.group(0)
+        if token == "…":
+            pattern.append(".*?")
+        elif token.isspace():
+            pattern.append(r"\s+")
+        else:
+            pattern.append("(" + NUMBER.pattern + ")")
+            timings.append(bool(TIMING.match(shown[m.end():])))
+        k = m.end()
+    pattern.append(re.escape(shown[k:]))
+    return re.compile("".join(pattern)), timings
+
+
+def line_matches(shown, printed, rule):
+    """Whether a printed line is the shown one under the rule."""
+    pattern, timings = line_pattern(shown)
+    m = pattern.fullmatch(printed.strip())
+    if not m:
+        return False
+    for a, b, timing in zip(NUMBER.findall(shown.strip()), m.groups(), timings):
+        if rule["mode"] == "text" or timing:
+            continue
+        if rule["mode"] == "exact":
+            if a != b:
+                return False
+        elif abs(float(a) - float(b)) > max(rule["rel"] * abs(float(a)), rule["abs"]):
+            return False
+    return True
+
+
+def compared_numbers(shown, rule):
+    """How many of a shown line's numbers the rule compares."""
+    return 0 if rule["mode"] == "text" else sum(not timing for timing in line_pattern(shown)[1])
+
+
+def check_output(shown_lines, printed, rule):
+    """None when every shown line appears in the printed text in order, else the problem.
+    Also returns how many lines and numbers were compared."""
+    printed_lines = [line for line in printed.split("\n") if line.strip()]
+    k, lines, numbers = 0, 0, 0
+    for shown in shown_lines:
+        if not shown.strip() or shown.strip() in ("...", "…"):
+            continue
+        start = k
+        while k < len(printed_lines) and not line_matches(shown, printed_lines[k], rule):
+            k += 1
+        if k == len(printed_lines):
+            words = set(shown.split())
+            nearest = max(printed_lines[start:] or [""], key=lambda p: len(words & set(p.split())))
+            return (f"the page shows the line\n    {shown.strip()}\n  which it did not print (after the lines "
+                    f"matched before it); its nearest line:\n    {nearest.strip()}"), lines, numbers
+        lines += 1
+        numbers += compared_numbers(shown, rule)
+        k += 1
+    return None, lines, numbers
 
 
 def split_comment(line):
@@ -297,6 +422,7 @@ def main():
         session = Session(checkout, env)
         print(f"{page}: {count(len(commands), 'command')}, run from a copy of the repository in {checkout}")
         ran = skipped = 0
+        checked = checked_lines = checked_numbers = unchecked = 0
         for n, c in enumerate(commands, 1):
             where = f"{page}:{c['line']}"
             why = exception_of(c["text"])
@@ -325,14 +451,29 @@ def main():
                            f"    {c['expected_error']}")
             else:
                 problem = None
+            verdict = ""
+            if problem is None and c["expected_error"] is None and any(line.strip() for line in c["shown"]):
+                if scaled:
+                    unchecked += 1
+                    verdict = "; its output not compared (scaled)"
+                elif c["rule"]["mode"] == "none":
+                    unchecked += 1
+                    verdict = f"; its output not compared ({c['rule']['reason']})"
+                else:
+                    problem, lines, numbers = check_output(c["shown"], output, c["rule"])
+                    if problem is None:
+                        checked, checked_lines, checked_numbers = checked + 1, checked_lines + lines, checked_numbers + numbers
+                        verdict = f"; output as the page shows it ({count(lines, 'line')}, {count(numbers, 'number')})"
             if problem:
                 print(f"FAIL: {where}: the command\n    {text}\n  {problem}\n"
                       f"  (after {took}); the end of its output:\n{tail(out_path)}")
                 print(f"{page}: FAILED at line {c['line']}; ran {count(ran, 'command')}, skipped {skipped} as listed exceptions")
                 return 1
-            print(f"      ok, {took}" + (f" (status {rc}, the page's error)" if c["expected_error"] else ""),
+            print(f"      ok, {took}" + (f" (status {rc}, the page's error)" if c["expected_error"] else "") + verdict,
                   flush=True)
         print(f"{page}: ran {count(ran, 'command')}, skipped {skipped} as listed exceptions; all ran as written")
+        print(f"{page}: output checked for {count(checked, 'command')} ({count(checked_lines, 'line')}, "
+              f"{count(checked_numbers, 'number')}); shown but not compared for {unchecked}")
         return 0
     finally:
         if session:
