@@ -172,6 +172,9 @@ def parse_marker(text):
     rule = {"mode": "exact", "rel": 0.0, "abs": 0.0, "reason": None, "of": None}
     if text is None:
         return rule
+    if text.startswith("not checked"):  # the reason is the rest, semicolons and all
+        rule["mode"], rule["reason"] = "none", text[len("not checked"):].lstrip(" ,:") or "the page says so"
+        return rule
     parts = [part.strip() for part in text.split(";")]
     for part in parts:
         if part.startswith("of:"):
@@ -180,8 +183,6 @@ def parse_marker(text):
             rule["mode"] = "exact"
         elif part == "text only":
             rule["mode"] = "text"
-        elif part.startswith("not checked"):
-            rule["mode"], rule["reason"] = "none", part[len("not checked"):].lstrip(" ,:") or "the page says so"
         elif part.startswith("numbers within"):
             rule["mode"] = "within"
             for bound in re.split(r"\s+or\s+", part[len("numbers within"):].strip()):
@@ -197,7 +198,8 @@ def parse_marker(text):
 def line_pattern(shown):
     """A shown line as a regular expression for the printed one, and which of its numbers are
     timings: the text as written (a run of blanks as any run), each number as any number, each "…"
-    as any text."""
+    as any text; the printed line may start with more words (a test's "equivalence: " or ctest's
+    "74: ", which pages leave out)."""
     pattern, timings = [], []
     shown = shown.strip()
     k = 0
@@ -213,7 +215,7 @@ def line_pattern(shown):
             timings.append(bool(TIMING.match(shown[m.end():])))
         k = m.end()
     pattern.append(re.escape(shown[k:]))
-    return re.compile("".join(pattern)), timings
+    return re.compile(r"(?:.*\s)?" + "".join(pattern)), timings
 
 
 def line_matches(shown, printed, rule):
