@@ -46,7 +46,17 @@ one, and the other numbers as the block says in an HTML comment on the line befo
 A block of output with no "$ " line (test output, a table) is tied to the command that prints it by
 "of: COMMAND" in its comment, e.g. <!-- output: numbers within 1%; of: build/optimus plan ... -->;
 that command runs in its place in the page. A scaled command's output is not compared (its flags
-are not the page's), and neither is the output of a command expected to fail beyond its error line. build/ is a link, not a copy, because building again would take many minutes and the commands
+are not the page's), and neither is the output of a command expected to fail beyond its error line.
+
+Numbers in the prose that come from a bench file or a plan are listed in an HTML comment, one row
+a number, after the page's commands have run:
+  <!-- numbers
+  6.65 B | build/optimus plan ... | ([0-9]+) parameters | x1e-9 | 0.5%
+  -->
+that is: the text as the prose writes it (it must be in the page), the command that prints the
+source (a plan, `cat bench/FILE`), a regular expression whose group is the value, a scale (xK or
+/K, or 1) that turns it into the prose's unit, and the tolerance (R% or an absolute bound). The row
+passes when the last number of the text is the scaled value within the tolerance. build/ is a link, not a copy, because building again would take many minutes and the commands
 only read it (scripts/build finds it up to date). The environment adds what mpirun needs as root on
 a small machine (the OMPI_* variables of the chapters' "Run it") and one thread per process, as in
 every MPI test of the suite, and keeps Jupyter and matplotlib settings in the temporary folder.
@@ -262,6 +272,40 @@ def check_output(shown_lines, printed, rule):
     return None, lines, numbers
 
 
+NUMBERS = re.compile(r"<!--\s*numbers\s*\n(.*?)-->", re.S)
+
+
+def prose_numbers(page_text):
+    """The rows of the page's numbers comments: dicts with text, command, pattern, scale, rule."""
+    rows = []
+    for block in NUMBERS.findall(page_text):
+        for line in block.strip().split("\n"):
+            fields = [f.strip() for f in line.split(" | ")]
+            if len(fields) != 5:
+                raise ValueError(f"a numbers row needs 5 fields separated by ' | ': {line!r}")
+            text, command, pattern, scale, tolerance = fields
+            factor = 1.0 if scale == "1" else float(scale[1:]) if scale[0] == "x" else 1.0 / float(scale[1:])
+            rows.append({"text": text, "command": command, "pattern": pattern, "scale": factor,
+                         "rule": parse_marker("numbers within " + tolerance)})
+    return rows
+
+
+def check_number(row, page_text, printed):
+    """None when the prose holds the row's text and its number is the printed value, else why."""
+    prose = NUMBERS.sub("", page_text)
+    if " ".join(row["text"].split()) not in " ".join(prose.split()):
+        return f"the page's text does not contain {row['text']!r}"
+    m = re.search(row["pattern"], printed)
+    if not m:
+        return f"{row['command']!r} printed nothing matching {row['pattern']!r}"
+    value = float(m.group(1).replace(",", "")) * row["scale"]
+    written = float(NUMBER.findall(row["text"])[-1])
+    rule = row["rule"]
+    if abs(written - value) > max(rule["rel"] * abs(value), rule["abs"]):
+        return f"the page writes {row['text']!r}, the source gives {value:.6g} ({m.group(0).strip()!r})"
+    return None
+
+
 def split_comment(line):
     """(code, comment) of one shell line: the comment starts at an unquoted # after a blank."""
     quote = None
@@ -394,7 +438,8 @@ def main():
         return 2
     source, build, page = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
     with open(os.path.join(source, page)) as f:
-        commands = commands_of(f.read())
+        page_text = f.read()
+    commands = commands_of(page_text)
 
     if all(exception_of(c["text"]) for c in commands):
         for n, c in enumerate(commands, 1):
@@ -473,7 +518,18 @@ def main():
                 return 1
             print(f"      ok, {took}" + (f" (status {rc}, the page's error)" if c["expected_error"] else "") + verdict,
                   flush=True)
+        numbers = prose_numbers(page_text)
+        for row in numbers:
+            out_path = os.path.join(scratch, "number.txt")
+            rc = session.run(row["command"], out_path, COMMAND_TIMEOUT_S)
+            with open(out_path, errors="replace") as f:
+                problem = f"{row['command']!r} exited with status {rc}" if rc != 0 else check_number(row, page_text, f.read())
+            if problem:
+                print(f"FAIL: {page}: the number {row['text']!r} in the prose: {problem}")
+                return 1
+            print(f"      number {row['text']!r}: as its source gives it")
         print(f"{page}: ran {count(ran, 'command')}, skipped {skipped} as listed exceptions; all ran as written")
+        print(f"{page}: {count(len(numbers), 'number')} in the prose checked against their sources")
         print(f"{page}: output checked for {count(checked, 'command')} ({count(checked_lines, 'line')}, "
               f"{count(checked_numbers, 'number')}); shown but not compared for {unchecked}")
         return 0

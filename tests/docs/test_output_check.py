@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The docs test's comparison of printed output with a page's shown output (run_page_commands.py),
 on small made-up pages: a shown number altered by one digit fails, a timing does not, a block's
-tolerance and "…" work as its comment says. Exits non-zero naming the first case that went wrong."""
+tolerance and "…" work as its comment says, and a number in the prose is checked against its
+source. Exits non-zero naming the first case that went wrong."""
 
 import os
 import sys
@@ -68,7 +69,18 @@ def main():
     if tied["text"] != "build/optimus plan --model tiny" or tied["shown"] != ["memory"]:
         failures += 1
         print(f"FAIL an output block tied by 'of:' read as {tied}")
-    print(f"{len(CASES) + 2 - failures} of {len(CASES) + 2} cases as expected")
+    prose = "The plan says each rank peaks at 11.8 GiB.\n\n<!-- numbers\n" \
+            "peaks at 11.8 | build/optimus plan | total\\s+([0-9.]+) | /1024 | 0.05\n-->\n"
+    (row,) = docs.prose_numbers(prose)
+    for printed, passes in (("    total    12062.4    11966.4", True), ("    total    12600.0    11966.4", False)):
+        problem = docs.check_number(row, prose, printed)
+        if (problem is None) != passes:
+            failures += 1
+            print(f"FAIL the prose number 11.8 GiB against {printed.split()[1]} MiB: {problem or 'passed'}")
+    if docs.check_number(row, prose.replace("at 11.8 GiB", "at 12.3 GiB"), "total 12062.4") is None:
+        failures += 1
+        print("FAIL a prose number altered in the text (12.3 GiB) still passed")
+    print(f"{len(CASES) + 5 - failures} of {len(CASES) + 5} cases as expected")
     return 1 if failures else 0
 
 
