@@ -159,13 +159,20 @@ std::vector<int32_t> SafeTensor::ints() const {
 
 namespace {
 
+// The tensor called `name` (a SafeTensor or a MappedTensor), or nullptr.
+template <class Tensor>
+const Tensor* find_tensor(const std::vector<Tensor>& tensors, const std::string& name) {
+  const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.name == name; });
+  return it == tensors.end() ? nullptr : &*it;
+}
+
 // The tensor of `file` called `name` (a SafeTensor or a MappedTensor), checked to have `dtype` and
 // `shape`; a ConfigError naming the tensor, the file, what was expected and what was found otherwise.
 template <class Tensor>
 const Tensor& require_tensor(const std::vector<Tensor>& tensors, const std::string& path, const std::string& name,
                              DType dtype, const core::Shape& shape) {
-  const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.name == name; });
-  if (it == tensors.end()) {
+  const Tensor* it = find_tensor(tensors, name);
+  if (it == nullptr) {
     throw ConfigError("checkpoint file " + path + " has no tensor " + name +
                       "; it was saved by another program or for another model — use a matching checkpoint");
   }
@@ -180,10 +187,7 @@ const Tensor& require_tensor(const std::vector<Tensor>& tensors, const std::stri
 }  // namespace
 
 const SafeTensor* SafeTensorFile::find(const std::string& name) const {
-  for (const SafeTensor& t : tensors) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
+  return find_tensor(tensors, name);
 }
 
 const SafeTensor& SafeTensorFile::require(const std::string& name, DType dtype, const core::Shape& shape) const {
@@ -343,10 +347,7 @@ MappedSafeTensors::MappedSafeTensors(const std::string& path) : path_(path) {
 }
 
 const MappedTensor* MappedSafeTensors::find(const std::string& name) const {
-  for (const MappedTensor& t : tensors_) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
+  return find_tensor(tensors_, name);
 }
 
 const MappedTensor& MappedSafeTensors::require(const std::string& name, DType dtype, const core::Shape& shape) const {
