@@ -206,11 +206,11 @@ def parse_marker(text):
 
 
 def line_pattern(shown):
-    """A shown line as a regular expression for the printed one, and which of its numbers are
+    """A shown line as a regular expression for the printed one, its numbers, and which of them are
     timings: the text as written (a run of blanks as any run), each number as any number, each "…"
     as any text; the printed line may start with more words (a test's "equivalence: " or ctest's
     "74: ", which pages leave out)."""
-    pattern, timings = [], []
+    pattern, numbers, timings = [], [], []
     shown = shown.strip()
     k = 0
     for m in re.finditer(NUMBER.pattern + r"|…|\s+", shown):
@@ -222,32 +222,30 @@ def line_pattern(shown):
             pattern.append(r"\s+")
         else:
             pattern.append("(" + NUMBER.pattern + ")")
+            numbers.append(token)
             timings.append(bool(TIMING.match(shown[m.end():])))
         k = m.end()
     pattern.append(re.escape(shown[k:]))
-    return re.compile(r"(?:.*\s)?" + "".join(pattern)), timings
+    return re.compile(r"(?:.*\s)?" + "".join(pattern)), numbers, timings
+
+
+def within(x, y, rule):
+    """Whether y is x within the rule's bounds (relative to x, or absolute)."""
+    return abs(x - y) <= max(rule["rel"] * abs(x), rule["abs"])
 
 
 def line_matches(shown, printed, rule):
-    """Whether a printed line is the shown one under the rule."""
-    pattern, timings = line_pattern(shown)
+    """Whether a printed line is the shown one (line_pattern's) under the rule."""
+    pattern, numbers, timings = shown
     m = pattern.fullmatch(printed.strip())
     if not m:
         return False
-    for a, b, timing in zip(NUMBER.findall(shown.strip()), m.groups(), timings):
+    for a, b, timing in zip(numbers, m.groups(), timings):
         if rule["mode"] == "text" or timing:
             continue
-        if rule["mode"] == "exact":
-            if a != b:
-                return False
-        elif abs(float(a) - float(b)) > max(rule["rel"] * abs(float(a)), rule["abs"]):
+        if not (a == b if rule["mode"] == "exact" else within(float(a), float(b), rule)):
             return False
     return True
-
-
-def compared_numbers(shown, rule):
-    """How many of a shown line's numbers the rule compares."""
-    return 0 if rule["mode"] == "text" else sum(not timing for timing in line_pattern(shown)[1])
 
 
 def check_output(shown_lines, printed, rule):
@@ -258,8 +256,8 @@ def check_output(shown_lines, printed, rule):
     for shown in shown_lines:
         if not shown.strip() or shown.strip() in ("...", "…"):
             continue
-        start = k
-        while k < len(printed_lines) and not line_matches(shown, printed_lines[k], rule):
+        start, compiled = k, line_pattern(shown)
+        while k < len(printed_lines) and not line_matches(compiled, printed_lines[k], rule):
             k += 1
         if k == len(printed_lines):
             words = set(shown.split())
@@ -267,7 +265,7 @@ def check_output(shown_lines, printed, rule):
             return (f"the page shows the line\n    {shown.strip()}\n  which it did not print (after the lines "
                     f"matched before it); its nearest line:\n    {nearest.strip()}"), lines, numbers
         lines += 1
-        numbers += compared_numbers(shown, rule)
+        numbers += 0 if rule["mode"] == "text" else compiled[2].count(False)
         k += 1
     return None, lines, numbers
 
@@ -300,8 +298,7 @@ def check_number(row, page_text, printed):
         return f"{row['command']!r} printed nothing matching {row['pattern']!r}"
     value = float(m.group(1).replace(",", "")) * row["scale"]
     written = float(NUMBER.findall(row["text"])[-1])
-    rule = row["rule"]
-    if abs(written - value) > max(rule["rel"] * abs(value), rule["abs"]):
+    if not within(value, written, row["rule"]):
         return f"the page writes {row['text']!r}, the source gives {value:.6g} ({m.group(0).strip()!r})"
     return None
 
