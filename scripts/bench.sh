@@ -3,23 +3,11 @@
 # PyTorch eager (float32), measured in the same run. Each side runs with 1 and with 2 threads and
 # keeps the better; the ratio is PyTorch's step time over ours (> 1: we are faster).
 # Writes JSON lines to bench/serial.jsonl (or $1) and prints a table. Usage: scripts/bench.sh [OUT]
+# scripts/bench.sh --report FILE prints the table of a finished run (FILE) again, measuring nothing.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${OPTIMUS_BUILD_DIR:-$root/build}
-out=${1:-$root/bench/serial.jsonl}
-mkdir -p "$(dirname "$out")"
-: > "$out"
-echo "bench: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
-echo "bench: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} (left as the environment sets it)"
-for model in tiny small; do
-  for threads in 1 2; do
-    OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads "$build/optimus" bench --model "$model" >> "$out"
-  done
-done
-/usr/bin/python3 "$root/scripts/bench_torch.py" --models tiny small >> "$out"
-OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$build/chapters/block_demo" 8 128 256 4 7 --json \
-  | sed 's/^/{"impl": "optimus", "what": "block ops ms, tiny block, 1 thread", "ops": /; s/$/}/' >> "$out"
-/usr/bin/python3 - "$out" <<'PY'
+report() {  # report FILE: the tables of a finished run, from its JSON lines
+  /usr/bin/python3 - "$1" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 print(f"\n{'model':6} {'impl':14} {'threads':>7} {'step ms':>9} {'fwd ms':>8} {'tok/s':>8} {'GFLOP/s':>8} {'peak MiB':>9}")
@@ -42,4 +30,25 @@ total = sum(ops.values())
 top = sorted(ops.items(), key=lambda kv: -kv[1])[:5]
 print("\nwhere one tiny block's time goes (1 thread): " + ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in top))
 PY
+}
+if [[ ${1:-} == --report ]]; then  # --report FILE: print a finished run's tables again, measuring nothing
+  report "$2"
+  echo "bench: results in ${2#"$root"/}"
+  exit 0
+fi
+build=${OPTIMUS_BUILD_DIR:-$root/build}
+out=${1:-$root/bench/serial.jsonl}
+mkdir -p "$(dirname "$out")"
+: > "$out"
+echo "bench: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
+echo "bench: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} (left as the environment sets it)"
+for model in tiny small; do
+  for threads in 1 2; do
+    OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads "$build/optimus" bench --model "$model" >> "$out"
+  done
+done
+/usr/bin/python3 "$root/scripts/bench_torch.py" --models tiny small >> "$out"
+OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$build/chapters/block_demo" 8 128 256 4 7 --json \
+  | sed 's/^/{"impl": "optimus", "what": "block ops ms, tiny block, 1 thread", "ops": /; s/$/}/' >> "$out"
+report "$out"
 echo "bench: results in ${out#"$root"/}"

@@ -11,33 +11,8 @@
 # Writes JSON lines to bench/tp2d.jsonl (or $1) and prints tables. Usage: scripts/bench_2d.sh [OUT]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${OPTIMUS_BUILD_DIR:-$root/build}
-out=${1:-$root/bench/tp2d.jsonl}
-budget=${MAX_BATCH_MIB:-256}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-mkdir -p "$(dirname "$out")"
-final=$out out=$out.partial   # written whole, then renamed: readers never see half a file
-: > "$out"
-echo "bench: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}; 1 thread per rank"
-run() {  # run NP ARGS...: one bench line from NP ranks
-  local np=$1
-  shift
-  mpiexec -np "$np" --bind-to none -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 "$build/optimus" bench "$@" >> "$out"
-}
-for spec in "4 tiny 8" "4 tiny 32" "9 tiny9 9" "9 tiny9 36"; do
-  read -r np model batch <<< "$spec"
-  for layout in 1d 2d; do  # the two layouts back to back, in the same run
-    run "$np" --layout "$layout" --model "$model" --batch "$batch"
-  done
-done
-for spec in "4 tiny" "9 tiny9"; do
-  read -r np model <<< "$spec"
-  for layout in 1d 2d; do
-    run "$np" --layout "$layout" --model "$model" --max-batch-budget "$budget"
-  done
-done
-mv "$out" "$final"
-/usr/bin/python3 - "$final" <<'PY'
+report() {  # report FILE: the tables of a finished run, from its JSON lines
+  /usr/bin/python3 - "$1" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 timed = [r for r in rows if "step_ms" in r]
@@ -68,4 +43,37 @@ for k in range(0, len(maxb), 2):
         print(f"{r['model']:6} {r['ranks']:>2} {r['stage']:6} {r['budget_mib']:>10.0f} {r['max_batch']:>9} "
               f"{r['peak_memory_mib_at_max'].get('total', 0):>16.2f}{extra}")
 PY
+}
+if [[ ${1:-} == --report ]]; then  # --report FILE: print a finished run's tables again, measuring nothing
+  report "$2"
+  echo "bench: results in ${2#"$root"/}"
+  exit 0
+fi
+build=${OPTIMUS_BUILD_DIR:-$root/build}
+out=${1:-$root/bench/tp2d.jsonl}
+budget=${MAX_BATCH_MIB:-256}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+mkdir -p "$(dirname "$out")"
+final=$out out=$out.partial   # written whole, then renamed: readers never see half a file
+: > "$out"
+echo "bench: $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}; 1 thread per rank"
+run() {  # run NP ARGS...: one bench line from NP ranks
+  local np=$1
+  shift
+  mpiexec -np "$np" --bind-to none -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 "$build/optimus" bench "$@" >> "$out"
+}
+for spec in "4 tiny 8" "4 tiny 32" "9 tiny9 9" "9 tiny9 36"; do
+  read -r np model batch <<< "$spec"
+  for layout in 1d 2d; do  # the two layouts back to back, in the same run
+    run "$np" --layout "$layout" --model "$model" --batch "$batch"
+  done
+done
+for spec in "4 tiny" "9 tiny9"; do
+  read -r np model <<< "$spec"
+  for layout in 1d 2d; do
+    run "$np" --layout "$layout" --model "$model" --max-batch-budget "$budget"
+  done
+done
+mv "$out" "$final"
+report "$final"
 echo "bench: results in ${final#"$root"/}"

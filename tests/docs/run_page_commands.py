@@ -45,7 +45,9 @@ one, and the other numbers as the block says in an HTML comment on the line befo
   <!-- output: not checked, REASON -->     nothing compared; the reason is printed
 A block of output with no "$ " line (test output, a table) is tied to the command that prints it by
 "of: COMMAND" in its comment, e.g. <!-- output: numbers within 1%; of: build/optimus plan ... -->;
-that command runs in its place in the page. A scaled command's output is not compared (its flags
+that command runs in its place in the page. So is the transcript of a command the test cannot run
+(a benchmark of minutes): its output is compared with what "of:" prints from the file the run kept,
+e.g. <!-- output: exact; of: scripts/bench.sh --report bench/serial.jsonl -->. A scaled command's output is not compared (its flags
 are not the page's), and neither is the output of a command expected to fail beyond its error line.
 
 Numbers in the prose that come from a bench file or a plan are listed in an HTML comment, one row
@@ -142,7 +144,8 @@ def commands_of(page_text):
     for info, first, body, marker in fenced_blocks(page_text.split("\n")):
         rule = parse_marker(marker)
         if rule["of"]:  # a block of output, tied to the command that prints it
-            found.append({"line": first, "text": rule["of"], "expected_error": None, "shown": body, "rule": rule})
+            found.append({"line": first, "text": rule["of"], "expected_error": None,
+                          "shown": output_after_command(body), "rule": rule})
             continue
         if info not in SHELL_INFO:
             continue
@@ -171,6 +174,17 @@ def commands_of(page_text):
             found.append({"line": first + start, "text": text, "shown": shown, "rule": rule,
                           "expected_error": first_shown.strip() if first_shown.startswith("error:") else None})
     return found
+
+def output_after_command(body):
+    """The output lines of a block tied by "of:": all of them, or, in a transcript of one command
+    that the test cannot run (a benchmark of minutes), the lines after that command."""
+    if not body or not body[0].startswith("$ "):
+        return body
+    k, text = 1, body[0][2:]
+    while not is_complete(text) and k < len(body):
+        text, k = text + "\n" + body[k], k + 1
+    return body[k:]
+
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 TIMING = re.compile(r"^ ?(ms|s|µs|us|tok/s|GFLOP/s|GB/s|MB/s)\b")  # the unit after a timing

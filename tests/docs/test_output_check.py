@@ -69,6 +69,11 @@ def main():
     if tied["text"] != "build/optimus plan --model tiny" or tied["shown"] != ["memory"]:
         failures += 1
         print(f"FAIL an output block tied by 'of:' read as {tied}")
+    (bench,) = docs.commands_of("<!-- output: exact; of: scripts/bench.sh --report bench/serial.jsonl -->\n"
+                                "```\n$ scripts/bench.sh \\\n    --x\nmodel  impl\n```\n")
+    if bench["text"] != "scripts/bench.sh --report bench/serial.jsonl" or bench["shown"] != ["model  impl"]:
+        failures += 1
+        print(f"FAIL a benchmark's transcript tied by 'of:' read as {bench}")
     prose = "The plan says each rank peaks at 11.8 GiB.\n\n<!-- numbers\n" \
             "peaks at 11.8 | build/optimus plan | total\\s+([0-9.]+) | /1024 | 0.05\n-->\n"
     (row,) = docs.prose_numbers(prose)
@@ -80,7 +85,7 @@ def main():
     if docs.check_number(row, prose.replace("at 11.8 GiB", "at 12.3 GiB"), "total 12062.4") is None:
         failures += 1
         print("FAIL a prose number altered in the text (12.3 GiB) still passed")
-    print(f"{len(CASES) + 5 - failures} of {len(CASES) + 5} cases as expected")
+    print(f"{len(CASES) + 6 - failures} of {len(CASES) + 6} cases as expected")
     return 1 if failures else 0
 
 
