@@ -1,7 +1,8 @@
-// Chapter 6's "no allocation inside a training step": the trainer's step, repeated, and how many
-// blocks the ledgers asked of the system (MemoryLedger::system_allocations) during each step. The
-// first step allocates its scratch, communication buffers and AdamW's moments; every later step
-// reuses the blocks its Buffers gave back to the ledger's pool, so asks for none.
+// "No allocation inside a step" (the design notes, docs/README.md; the pool is chapter 6's): the
+// trainer's step, repeated, and how many blocks the ledgers asked of the system
+// (MemoryLedger::system_allocations) during each step. The first step allocates its scratch,
+// communication buffers and AdamW's moments; every later step reuses the blocks its Buffers gave
+// back to the ledger's pool, so asks for none.
 #pragma once
 
 #include <cstdint>

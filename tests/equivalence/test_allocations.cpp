@@ -1,9 +1,9 @@
-// No allocation inside a training step (chapter 6): after the first step, the trainer's step asks
-// the system for no memory — every scratch, communication and gradient buffer of steps 2 to 4 is a
-// block the ledger's pool kept from step 1 — in every layout, with recomputation, with gradient
-// accumulation over micro-batches and in 2D with overlap, dropout on. Counted by the ledgers'
-// system_allocations(): the model's ledger and the process's host ledger (where a staged
-// communicator keeps its buffer).
+// No allocation inside a training step (the design notes, docs/README.md; the pool is chapter 6's):
+// after the first step, the trainer's step asks the system for no memory — every scratch,
+// communication and gradient buffer of steps 2 to 4 is a block the ledger's pool kept from step 1 —
+// in every layout, with recomputation, with gradient accumulation over micro-batches and in 2D with
+// overlap, dropout on. Counted by the ledgers' system_allocations(): the model's ledger and the
+// process's host ledger (where a staged communicator keeps its buffer).
 #include <catch2/catch.hpp>
 
 #include <string>
