@@ -52,7 +52,7 @@ gpu_check_bench() {
 # One dated line per implementation (gpu.jsonl), and the table with the row for bench/README.md.
 gpu_check_table() {
 python3 - "$1" "$out/gpu.jsonl" "$out/gpu.txt" "$dry_run" <<'PY'
-import json, sys
+import json, os, sys
 raw, jsonl, machine_file, dry = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
 rows = [json.loads(l) for l in open(raw) if l.startswith("{")]
 lines = open(machine_file).read().splitlines()
@@ -92,7 +92,8 @@ torch32 = next((o for o in out if o["impl"] == "pytorch eager fp32"), None)
 ratio = f"{torch32['step_ms'] / out[0]['step_ms']:.2f}x" if torch32 else "n/a"
 print(f"PyTorch eager fp32 step time over ours: {ratio} (> 1: optimus is faster)")
 print("\nTO COMMIT" + (" (a dry run: do NOT commit these)" if dry else "") + ":")
-print(f"  append the lines of {jsonl} to bench/gpu.jsonl, and this row to bench/README.md's GPU table:")
+print(f"  append the lines of {os.path.basename(jsonl)} (beside this summary) to bench/gpu.jsonl, and this row to "
+      "bench/README.md's GPU table:")
 print(f"  | {common['date']} | {gpu} | {ours['model']} B={B} | {out[0]['step_ms']:.1f} | "
       f"{out[0]['tokens_per_s']:.0f} | {out[0]['tflops']:.2f} | {sgemm:.1f} | "
       f"{format(torch32['step_ms'], '.1f') if torch32 else 'n/a'} | {common['commit']} |")
