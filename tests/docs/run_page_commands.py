@@ -81,7 +81,9 @@ import time
 EXCEPTIONS = [
     (r"--device cuda", "needs a GPU"),
     (r"\bscripts/gpu_check\.sh\b", "needs a GPU"),
-    (r"\b(srun|sbatch|salloc)\b|--hostfile|ppr:\d+:node", "needs a cluster (Slurm, or ranks on several nodes)"),
+    # (Slurm's commands given to the emulated cluster's Slurm, `scripts/cluster slurm ...`, run.)
+    (r"^(?!scripts/cluster slurm\b).*(\b(srun|sbatch|salloc)\b|--hostfile|ppr:\d+:node)",
+     "needs a cluster (Slurm, or ranks on several nodes)"),
     (r"\bscripts/bench(_1d|_2d)?\.sh\b(?!.*--report)", "a benchmark of several minutes that no flag scales down"),
     (r"\bscripts/(validate_time_model|bench_cluster|compare_tokenizers|calibrate)\b(?!.*--quick)",
      "a measurement of minutes (calibration, benchmarks) that no flag scales down"),
