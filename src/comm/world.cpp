@@ -20,6 +20,13 @@ World::World(int& argc, char**& argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) throw std::logic_error("World: MPI is already initialised; create one World, first thing in main");
+  // Open MPI runs a started all-reduce (MPI_Iallreduce, the data-parallel sums) in its libnbc
+  // component, whose default for an in-place call is a binomial tree: the whole buffer up to one
+  // rank, then the whole sum back, one direction of each link after the other. Its ring (1) sends
+  // as many bytes with both directions busy at once, half the time on a link (chapter 6). Open MPI
+  // reads OMPI_MCA_* from each process's environment at MPI_Init; a value the user set is kept,
+  // and other MPI libraries ignore the variable.
+  setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", /*overwrite=*/0);
   int provided = 0;
   OPTIMUS_MPI_CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided));
   // MPI's default handler aborts inside MPI with its own message; returning codes lets
