@@ -3,6 +3,7 @@
 // recomputes the mask instead of storing it.
 #include <algorithm>
 
+#include "core/cpu/vector_clones.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
@@ -26,6 +27,12 @@ OpCost dropout_backward_cost(const DropoutSpec& spec) {
           .flops = spec.p > 0.0f ? 2 * n : n,
           .bytes_read = floats(2 * n),
           .bytes_written = floats(n)};
+}
+
+// dinp (n) += dout (n): dropout's backward when it drops nothing, in one vector loop.
+OPTIMUS_VECTOR_CLONES void add_into(float* dinp, const float* dout, int64_t n) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t k = 0; k < n; ++k) dinp[k] += dout[k];
 }
 
 }  // namespace
@@ -75,11 +82,14 @@ void dropout_backward(const Context& ctx, float* dinp, const float* dout, const 
   if (dinp == nullptr) return;  // nothing asked, nothing done or recorded (on every device)
   OPTIMUS_DISPATCH(ctx, dropout_backward_cost(spec), cuda::dropout_backward(ctx, dinp, dout, spec));
   const int64_t n = spec.block.numel();
-  const float keep_scale = spec.p == 0.0f ? 1.0f : 1.0f / (1.0f - spec.p);
+  if (spec.p == 0.0f) {
+    add_into(dinp, dout, n);
+    return;
+  }
+  const float keep_scale = 1.0f / (1.0f - spec.p);
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < n; ++k) {
-    const bool keep =
-        spec.p == 0.0f || dropout_keep(spec.key, static_cast<uint64_t>(spec.block.global_index(k)), spec.step, spec.p);
+    const bool keep = dropout_keep(spec.key, static_cast<uint64_t>(spec.block.global_index(k)), spec.step, spec.p);
     if (keep) dinp[k] += dout[k] * keep_scale;
   }
 }

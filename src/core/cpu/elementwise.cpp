@@ -43,7 +43,8 @@ OPTIMUS_VECTOR_CLONES void residual_forward(const Context& ctx, float* out, cons
 
 void zero(const Context& ctx, float* x, int64_t n) {
   OPTIMUS_DISPATCH(ctx, elementwise_cost(n, 0, 0), cuda::zero(ctx, x, n));  // writes only
-  std::fill(x, x + n, 0.0f);
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < n; ++k) x[k] = 0.0f;
 }
 
 float* zeroed(const Context& ctx, Buffer& b) {
