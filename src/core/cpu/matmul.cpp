@@ -44,30 +44,12 @@ OpCost bias_add_backward_cost(int64_t N, int64_t OC) {
   return {.kind = OpKind::reduction, .flops = N * OC, .bytes_read = floats(N * OC + OC), .bytes_written = floats(OC)};
 }
 
-// c (M, N, row stride ldc) = 0, its rows shared among the threads.
-void clear(float* c, int ldc, int M, int N) {
-#pragma omp parallel for schedule(static)
-  for (int i = 0; i < M; ++i) std::fill_n(c + static_cast<int64_t>(i) * ldc, N, 0.0f);
-}
-
-// OpenBLAS's product with beta = 0 first clears c itself, in a loop several times slower than
-// memset, then adds the product into it. For a product this large (past OpenBLAS's small-matrix
-// kernels, which write c directly) clear() does the clearing and the product runs with beta = 1:
-// the same additions into the same zeros, so the same numbers.
-bool clear_first(int M, int N, int K, float beta) {
-  return beta == 0.0f && int64_t{M} * N >= (int64_t{1} << 16) && int64_t{M} * N * K >= (int64_t{1} << 22);
-}
-
 }  // namespace
 
 void matmul_strided(const Context& ctx, float* c, int ldc, const float* a, int lda, const float* b, int ldb, int M,
                     int N, int K, Trans ta, Trans tb, float alpha, float beta) {
   OPTIMUS_DISPATCH(ctx, matmul_cost(M, N, K, beta != 0.0f),
                    cuda::matmul_strided(ctx, c, ldc, a, lda, b, ldb, M, N, K, ta, tb, alpha, beta));
-  if (clear_first(M, N, K, beta)) {
-    clear(c, ldc, M, N);
-    beta = 1.0f;
-  }
   cblas_sgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
