@@ -10,14 +10,29 @@
 
 namespace optimus::comm {
 
-int Grid2D::side(int p, const std::string& who) {
+namespace {
+
+int power(int q, int dims) {
+  int n = 1;
+  for (int d = 0; d < dims; ++d) n *= q;
+  return n;
+}
+
+// q with q^dims = p; otherwise a ConfigError: `needs` (what the layout needs), then p or `who`, and
+// the nearest sizes that would do.
+int grid_side(int p, int dims, const std::string& needs, const std::string& who) {
   int q = 0;
-  while ((q + 1) * (q + 1) <= p) ++q;
-  if (q * q == p && p > 0) return q;
-  const std::string below = q > 0 ? std::to_string(q * q) + " or " : "";
-  throw core::ConfigError("the 2D layout needs a square number of ranks (q×q), but " +
-                          (who.empty() ? "the world has " + std::to_string(p) : who) + "; run with " + below +
-                          std::to_string((q + 1) * (q + 1)) + " ranks");
+  while (power(q + 1, dims) <= p) ++q;
+  if (power(q, dims) == p && p > 0) return q;
+  const std::string below = q > 0 ? std::to_string(power(q, dims)) + " or " : "";
+  throw core::ConfigError(needs + ", but " + (who.empty() ? "the world has " + std::to_string(p) : who) +
+                          "; run with " + below + std::to_string(power(q + 1, dims)) + " ranks");
+}
+
+}  // namespace
+
+int Grid2D::side(int p, const std::string& who) {
+  return grid_side(p, 2, "the 2D layout needs a square number of ranks (q×q)", who);
 }
 
 std::string Placement2D::name() const {
@@ -78,13 +93,7 @@ Grid2D::Grid2D(Communicator& world, Placement2D placement, bool overlap)
 }
 
 int Grid3D::side(int p, const std::string& who) {
-  int q = 0;
-  while ((q + 1) * (q + 1) * (q + 1) <= p) ++q;
-  if (q * q * q == p && p > 0) return q;
-  const std::string below = q > 0 ? std::to_string(q * q * q) + " or " : "";
-  throw core::ConfigError("the 3D layout needs a cube number of ranks (q×q×q), but " +
-                          (who.empty() ? "the world has " + std::to_string(p) : who) + "; run with " + below +
-                          std::to_string((q + 1) * (q + 1) * (q + 1)) + " ranks");
+  return grid_side(p, 3, "the 3D layout needs a cube number of ranks (q×q×q)", who);
 }
 
 Grid3D::Grid3D(Communicator& world)
