@@ -1,5 +1,5 @@
-// The grids: the square check, the placement of ranks on the grid, and the splits that make
-// row_comm and col_comm.
+// The grids: the square and cube checks, the placement of ranks on the 2D grid, and the splits
+// that make each grid's axis communicators.
 #include "comm/grid.h"
 
 #include <charconv>
@@ -10,14 +10,29 @@
 
 namespace optimus::comm {
 
-int Grid2D::side(int p, const std::string& who) {
+namespace {
+
+int power(int q, int dims) {
+  int n = 1;
+  for (int d = 0; d < dims; ++d) n *= q;
+  return n;
+}
+
+// q with q^dims = p; otherwise a ConfigError: `needs` (what the layout needs), then p or `who`, and
+// the nearest sizes that would do.
+int grid_side(int p, int dims, const std::string& needs, const std::string& who) {
   int q = 0;
-  while ((q + 1) * (q + 1) <= p) ++q;
-  if (q * q == p && p > 0) return q;
-  const std::string below = q > 0 ? std::to_string(q * q) + " or " : "";
-  throw core::ConfigError("the 2D layout needs a square number of ranks (q×q), but " +
-                          (who.empty() ? "the world has " + std::to_string(p) : who) + "; run with " + below +
-                          std::to_string((q + 1) * (q + 1)) + " ranks");
+  while (power(q + 1, dims) <= p) ++q;
+  if (power(q, dims) == p && p > 0) return q;
+  const std::string below = q > 0 ? std::to_string(power(q, dims)) + " or " : "";
+  throw core::ConfigError(needs + ", but " + (who.empty() ? "the world has " + std::to_string(p) : who) +
+                          "; run with " + below + std::to_string(power(q + 1, dims)) + " ranks");
+}
+
+}  // namespace
+
+int Grid2D::side(int p, const std::string& who) {
+  return grid_side(p, 2, "the 2D layout needs a square number of ranks (q×q)", who);
 }
 
 std::string Placement2D::name() const {
@@ -75,6 +90,22 @@ Grid2D::Grid2D(Communicator& world, Placement2D placement, bool overlap)
   // Same i → one row, ordered by j; same j → one column, ordered by i.
   row_comm_ = world.split(i_, j_, "row");
   col_comm_ = world.split(j_, i_, "col");
+}
+
+int Grid3D::side(int p, const std::string& who) {
+  return grid_side(p, 3, "the 3D layout needs a cube number of ranks (q×q×q)", who);
+}
+
+Grid3D::Grid3D(Communicator& world)
+    : world_(&world),
+      q_(side(world.size())),
+      i_(world.rank() / (q_ * q_)),
+      j_(world.rank() / q_ % q_),
+      k_(world.rank() % q_) {
+  // The color names the line of the cube (the two fixed indices), the key orders ranks along it.
+  row_comm_ = world.split(i_ * q_ + k_, j_, "cube_row");
+  col_comm_ = world.split(j_ * q_ + k_, i_, "cube_col");
+  depth_comm_ = world.split(i_ * q_ + j_, k_, "cube_depth");
 }
 
 }  // namespace optimus::comm

@@ -2,7 +2,8 @@
 // group. Grid2D: stage 3's q×q grid; where each rank sits is its Placement2D (row-major: rank r at
 // row i = r / q, column j = r % q; or r×c blocks of grid positions per node), and it talks along its
 // row (row_comm, index j) and its column (col_comm, index i). Every rank's work depends on (i, j)
-// alone, so a run's results do not depend on the placement.
+// alone, so a run's results do not depend on the placement. Grid3D: the q×q×q cube of a 3D
+// product (tp3d/product.h); rank r at (i, j, k) with r = (i·q + j)·q + k, one communicator per axis.
 #pragma once
 
 #include <memory>
@@ -94,6 +95,44 @@ class Grid2D {
   std::unique_ptr<Communicator> placed_;  // given_'s ranks renumbered i·q + j (non-row-major placement)
   std::unique_ptr<Communicator> row_comm_;
   std::unique_ptr<Communicator> col_comm_;
+};
+
+/// q×q×q ranks, rank r at (i, j, k) = (r / q², (r / q) % q, r % q), i.e. r = (i·q + j)·q + k:
+/// q layers k of q×q grids (i, j), the layer index running fastest. One communicator per axis,
+/// each holding the q ranks that differ in that index alone, ordered by it:
+///   row_comm   "cube_row"    same (i, k), ordered by j (this rank is j in it)
+///   col_comm   "cube_col"    same (j, k), ordered by i (this rank is i in it)
+///   depth_comm "cube_depth"  same (i, j), ordered by k (this rank is k in it)
+/// So within one layer k, row_comm and col_comm are Grid2D's row and column.
+class Grid3D {
+ public:
+  /// Collective over `world` (three splits). Throws core::ConfigError, before any communication
+  /// and identically on every rank, if world.size() is not a cube.
+  explicit Grid3D(Communicator& world);
+
+  int q() const { return q_; }
+  int i() const { return i_; }
+  int j() const { return j_; }
+  int k() const { return k_; }
+  /// This rank in the communicator the cube was built on: (i·q + j)·q + k.
+  int r() const { return world_->rank(); }
+
+  Communicator& world() const { return *world_; }
+  Communicator& row_comm() const { return *row_comm_; }
+  Communicator& col_comm() const { return *col_comm_; }
+  Communicator& depth_comm() const { return *depth_comm_; }
+
+  /// q with q·q·q = p; throws core::ConfigError naming p and the nearest cubes otherwise. `who`
+  /// says whose p ranks they are in that sentence (default: "the world has p").
+  static int side(int p, const std::string& who = "");
+
+ private:
+  Communicator* world_;  // not owned
+  int q_;
+  int i_, j_, k_;
+  std::unique_ptr<Communicator> row_comm_;
+  std::unique_ptr<Communicator> col_comm_;
+  std::unique_ptr<Communicator> depth_comm_;
 };
 
 }  // namespace optimus::comm

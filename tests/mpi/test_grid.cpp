@@ -1,7 +1,9 @@
 // The grids: Grid1D is the whole world; Grid2D puts rank r at row i = r / q,
 // column j = r % q (or where its Placement2D says), with row_comm ordered by j and col_comm ordered
 // by i; a world that is not a square, or blocks that do not tile it, are refused with a
-// ConfigError, identically on every rank and before any communication.
+// ConfigError, identically on every rank and before any communication. Grid3D puts rank r at
+// (i, j, k) with r = (i·q + j)·q + k and orders cube_row by j, cube_col by i, cube_depth by k; a
+// world that is not a cube is refused the same way.
 #include <string>
 
 #include "comm/grid.h"
@@ -213,4 +215,114 @@ TEST_CASE("Grid2D in 1×q and q×1 blocks: rank r at placement.position(r); rows
     MPI_REQUIRE(equal(got_row, row));
     MPI_REQUIRE(equal(got_col, col));
   }
+}
+
+// ---- Grid3D ---------------------------------------------------------------------------------------
+
+namespace {
+
+using optimus::comm::Grid3D;
+
+// The largest q with q·q·q ≤ p.
+int largest_cube_side(int p) {
+  int q = 1;
+  while ((q + 1) * (q + 1) * (q + 1) <= p) ++q;
+  return q;
+}
+
+// A Grid3D on world ranks 0..q³-1 (q = largest_cube_side): the whole world at np 1, 8 and 27, rank 0
+// alone at np 2; null on the ranks left out, which still take part in every MPI_REQUIRE.
+struct CubeGrid {
+  int q;
+  std::unique_ptr<Communicator> group;
+  std::unique_ptr<Grid3D> grid;
+};
+
+CubeGrid cube_grid(Communicator& world_comm) {
+  CubeGrid c;
+  c.q = largest_cube_side(world_comm.size());
+  const bool inside = world_comm.rank() < c.q * c.q * c.q;
+  c.group = world_comm.split(inside ? 0 : 1, world_comm.rank(), "cube");
+  if (inside) c.grid = std::make_unique<Grid3D>(*c.group);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("Grid3D: rank r at (i, j, k) with r = (i·q + j)·q + k; each axis communicator ordered by its index",
+          "[grid3d]") {
+  CommLedger ledger;
+  MpiCommunicator comm(MPI_COMM_WORLD, "world", ledger);
+  const CubeGrid c = cube_grid(comm);
+  const Grid3D* g = c.grid.get();
+  const int q = c.q, r = world().rank();
+  MPI_REQUIRE((!g || (g->q() == q && g->r() == r)));
+  MPI_REQUIRE((!g || (g->i() == r / (q * q) && g->j() == r / q % q && g->k() == r % q)));
+  MPI_REQUIRE((!g || (g->row_comm().name() == "cube_row" && g->col_comm().name() == "cube_col" &&
+                      g->depth_comm().name() == "cube_depth")));
+  MPI_REQUIRE((!g || (g->row_comm().size() == q && g->row_comm().rank() == g->j())));
+  MPI_REQUIRE((!g || (g->col_comm().size() == q && g->col_comm().rank() == g->i())));
+  MPI_REQUIRE((!g || (g->depth_comm().size() == q && g->depth_comm().rank() == g->k())));
+  MPI_REQUIRE((!g || ledger.calls("cube", CommOp::split) == 3));
+
+  // World ranks along each axis: the row varies j, the column i, the depth k.
+  std::vector<int32_t> row, col, depth, got_row, got_col, got_depth;
+  if (g) {
+    const auto at = [q](int i, int j, int k) { return (i * q + j) * q + k; };
+    for (int t = 0; t < q; ++t) {
+      row.push_back(at(g->i(), t, g->k()));
+      col.push_back(at(t, g->j(), g->k()));
+      depth.push_back(at(g->i(), g->j(), t));
+    }
+    got_row = members(g->row_comm());
+    got_col = members(g->col_comm());
+    got_depth = members(g->depth_comm());
+  }
+  MPI_REQUIRE(equal(got_row, row));
+  MPI_REQUIRE(equal(got_col, col));
+  MPI_REQUIRE(equal(got_depth, depth));
+}
+
+TEST_CASE("Grid3D::side names the size and the nearest cubes when p is not a cube", "[grid3d]") {
+  MPI_REQUIRE(Grid3D::side(1) == 1);
+  MPI_REQUIRE(Grid3D::side(8) == 2);
+  MPI_REQUIRE(Grid3D::side(27) == 3);
+  MPI_REQUIRE(Grid3D::side(512) == 8);
+  std::string message;
+  try {
+    Grid3D::side(9);
+  } catch (const ConfigError& e) {
+    message = e.what();
+  }
+  MPI_REQUIRE(message ==
+              "the 3D layout needs a cube number of ranks (q×q×q), but the world has 9; run with 8 or 27 ranks");
+  MPI_REQUIRE_THROWS_AS(Grid3D::side(0), ConfigError);
+  MPI_REQUIRE_THROWS_AS(Grid3D::side(4), ConfigError);
+  MPI_REQUIRE_THROWS_AS(Grid3D::side(64 + 1), ConfigError);
+}
+
+TEST_CASE("Grid3D on a world that is not a cube throws ConfigError before communicating", "[grid3d]") {
+  // At np 2 the world itself; at a cube np a split of it into ranks {0, 1} and the rest (2 and 6,
+  // or 2 and 25 ranks: neither a cube). At np 1 no such group exists.
+  if (world().size() == 1) return;
+  CommLedger ledger;
+  MpiCommunicator comm(MPI_COMM_WORLD, "world", ledger);
+  std::unique_ptr<Communicator> part;
+  Communicator* group = &comm;
+  const int q = largest_cube_side(world().size());
+  if (q * q * q == world().size()) {
+    part = comm.split(world().rank() < 2 ? 0 : 1, world().rank(), "part");
+    group = part.get();
+  }
+  const CommLedger before = ledger.snapshot();
+  std::string message;
+  try {
+    Grid3D grid(*group);
+  } catch (const ConfigError& e) {
+    message = e.what();
+  }
+  const std::string want =
+      "needs a cube number of ranks (q×q×q), but the world has " + std::to_string(group->size()) + ";";
+  MPI_REQUIRE(message.find(want) != std::string::npos);
+  MPI_REQUIRE(ledger.since(before).calls() == 0);  // refused before its splits
 }

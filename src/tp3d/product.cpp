@@ -1,0 +1,88 @@
+// The 3D product over the q×q×q cube (tp3d/product.h has the layout of every operand): each pass
+// gathers the blocks its one local product reads, along the lines of the cube that hold them, and
+// reduce-scatters the partial result along the line whose ranks hold the other terms of its sum.
+#include "tp3d/product.h"
+
+#include <string>
+
+#include "core/errors.h"
+#include "core/ops.h"
+#include "core/tensor.h"
+
+namespace optimus::tp3d {
+
+using core::Trans;
+
+namespace {
+
+// Every rank sees the same sizes, so every rank throws alike and nobody waits in a collective.
+void check_multiple(const std::string& what, int n, int by, const std::string& by_name, const std::string& why) {
+  if (n > 0 && n % by == 0) return;
+  throw core::ConfigError("the 3D product needs " + what + " = " + std::to_string(n) +
+                          " to be a positive multiple of " + by_name + " = " + std::to_string(by) + ", since " + why +
+                          "; pad the matrices or choose another cube");
+}
+
+void check_sizes(const comm::Grid3D& cube, int N, int M, int K) {
+  const int q = cube.q();
+  check_multiple("N (the rows of X and Y)", N, q * q, "q²", "they are cut into q² row pieces");
+  check_multiple("K (the columns of X, the rows of W)", K, q * q, "q²", "W's rows are cut into q² row pieces");
+  check_multiple("M (the columns of W and Y)", M, q, "q", "they are cut into q column blocks");
+}
+
+core::Buffer scratch(const core::Context& ctx, int64_t rows, int64_t cols) {
+  return core::Buffer(*ctx.ledger, core::MemoryCategory::communication, {rows, cols}, ctx.device);
+}
+
+// The block (q·rows, cols) whose row pieces (rows, cols) the q ranks of `line` hold, stacked in
+// the line's order.
+core::Buffer gather_block(const core::Context& ctx, comm::Communicator& line, const float* piece, int64_t rows,
+                          int64_t cols) {
+  core::Buffer block = scratch(ctx, line.size() * rows, cols);
+  line.all_gather(block.data(), piece, rows * cols);
+  return block;
+}
+
+// piece (rows, cols) += row piece line.rank() of the sum over `line` of each rank's partial (q·rows, cols).
+void reduce_scatter_add(const core::Context& ctx, comm::Communicator& line, float* piece, const float* partial,
+                        int64_t rows, int64_t cols) {
+  core::Buffer sum = scratch(ctx, rows, cols);
+  line.reduce_scatter(sum.data(), partial, rows * cols);
+  core::residual_forward(ctx, piece, piece, sum.data(), rows * cols);  // element-wise, so out may be an input
+}
+
+}  // namespace
+
+void product_3d(const core::Context& ctx, const comm::Grid3D& cube, float* Y, const float* X, const float* W, int N,
+                int M, int K) {
+  check_sizes(cube, N, M, K);
+  const int q = cube.q(), Nb = N / q, Mb = M / q, Kb = K / q;
+  const core::Buffer X_ij = gather_block(ctx, cube.depth_comm(), X, Nb / q, Kb);  // (N/q, K/q)
+  const core::Buffer W_jk = gather_block(ctx, cube.col_comm(), W, Kb / q, Mb);    // (K/q, M/q)
+  core::Buffer partial = scratch(ctx, Nb, Mb);  // (N/q, M/q): X_ij·W_jk, term j of Y_ik
+  core::matmul(ctx, partial.data(), X_ij.data(), W_jk.data(), Nb, Mb, Kb, Trans::no, Trans::no);
+  cube.row_comm().reduce_scatter(Y, partial.data(), int64_t{Nb / q} * Mb);  // Σ over j; piece j of Y_ik
+}
+
+void product_3d_backward(const core::Context& ctx, const comm::Grid3D& cube, float* dX, float* dW, const float* dY,
+                         const float* X, const float* W, int N, int M, int K) {
+  check_sizes(cube, N, M, K);
+  if (dX == nullptr && dW == nullptr) return;
+  const int q = cube.q(), Nb = N / q, Mb = M / q, Kb = K / q;
+  // The adjoint of the forward's reduce-scatter along the row: every term of Y_ik has all of dY_ik.
+  const core::Buffer dY_ik = gather_block(ctx, cube.row_comm(), dY, Nb / q, Mb);  // (N/q, M/q)
+  if (dX != nullptr) {  // dX_ij = Σ_k dY_ik·W_jkᵀ; the adjoint of gathering X_ij along the depth
+    const core::Buffer W_jk = gather_block(ctx, cube.col_comm(), W, Kb / q, Mb);  // (K/q, M/q), again
+    core::Buffer partial = scratch(ctx, Nb, Kb);  // (N/q, K/q) = (N/q, M/q)·(K/q, M/q)ᵀ, term k
+    core::matmul(ctx, partial.data(), dY_ik.data(), W_jk.data(), Nb, Kb, Mb, Trans::no, Trans::yes);
+    reduce_scatter_add(ctx, cube.depth_comm(), dX, partial.data(), Nb / q, Kb);  // Σ over k; piece k
+  }
+  if (dW != nullptr) {  // dW_jk = Σ_i X_ijᵀ·dY_ik; the adjoint of gathering W_jk down the column
+    const core::Buffer X_ij = gather_block(ctx, cube.depth_comm(), X, Nb / q, Kb);  // (N/q, K/q), again
+    core::Buffer partial = scratch(ctx, Kb, Mb);  // (K/q, M/q) = (N/q, K/q)ᵀ·(N/q, M/q), term i
+    core::matmul(ctx, partial.data(), X_ij.data(), dY_ik.data(), Kb, Mb, Nb, Trans::yes, Trans::no);
+    reduce_scatter_add(ctx, cube.col_comm(), dW, partial.data(), Kb / q, Mb);  // Σ over i; piece i
+  }
+}
+
+}  // namespace optimus::tp3d
