@@ -14,6 +14,7 @@
 #include "compare.h"
 #include "core/ops.h"
 #include "cube_pieces.h"
+#include "serial_layers.h"
 #include "tp3d/layers.h"
 
 using namespace optimus;
@@ -81,10 +82,7 @@ bool layernorm_as_serial(const comm::Grid3D& cube, Orientation o) {
   const float eps = 0.25f;  // not GPT-2's 1e-5: the 3D pieces must pass the caller's eps on
   const auto inp = normal(int64_t{N} * C, 2.0f, 1), w = normal(C, 1.0f, 2), b = normal(C, 1.0f, 3);
   const auto dout = normal(int64_t{N} * C, 1.0f, 4);
-  std::vector<float> out(inp.size()), mean(N), rstd(N), dinp(inp.size(), 0.0f), dw(C, 0.0f), db(C, 0.0f);
-  core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C, eps);
-  core::layernorm_backward(ctx, {.dinp = dinp.data(), .dweight = dw.data(), .dbias = db.data()}, dout.data(),
-                           inp.data(), w.data(), mean.data(), rstd.data(), N, C);
+  const auto serial = equivalence::serial_layernorm(inp, w, b, dout, N, C, eps);
 
   // My rows are X's row piece, my columns X's column block: that block of the weight and bias.
   const auto [rows, cols] = piece_position(Operand::X, o, q, cube.i(), cube.j(), cube.k());
@@ -104,12 +102,14 @@ bool layernorm_as_serial(const comm::Grid3D& cube, Orientation o) {
 
   const auto line = tp3d::lines(cube, o);  // the weight's block is held along `out` and `rows`
   const double e = equivalence::worst_of(
-      {check(cube, o, "LayerNorm out", gather_pieces(cube, out_p, N, C, Operand::X, o), out),
-       check(cube, o, "LayerNorm mean", mean_p, part(mean, q * q, rows)),
-       check(cube, o, "LayerNorm rstd", rstd_p, part(rstd, q * q, rows)),
-       check(cube, o, "LayerNorm dinp", gather_pieces(cube, dinp_p, N, C, Operand::X, o), dinp),
-       check(cube, o, "LayerNorm dweight (summed)", summed_over(line.out, line.rows, dw_p), part(dw, q, cols)),
-       check(cube, o, "LayerNorm dbias (summed)", summed_over(line.out, line.rows, db_p), part(db, q, cols))});
+      {check(cube, o, "LayerNorm out", gather_pieces(cube, out_p, N, C, Operand::X, o), serial.out),
+       check(cube, o, "LayerNorm mean", mean_p, part(serial.mean, q * q, rows)),
+       check(cube, o, "LayerNorm rstd", rstd_p, part(serial.rstd, q * q, rows)),
+       check(cube, o, "LayerNorm dinp", gather_pieces(cube, dinp_p, N, C, Operand::X, o), serial.dinp),
+       check(cube, o, "LayerNorm dweight (summed)", summed_over(line.out, line.rows, dw_p),
+             part(serial.dweight, q, cols)),
+       check(cube, o, "LayerNorm dbias (summed)", summed_over(line.out, line.rows, db_p),
+             part(serial.dbias, q, cols))});
   const std::string tag = std::string(" LayerNorm ") + name(o) + " q=" + std::to_string(q);
   bool ok = forward.calls() == 2 && backward.calls() == 1;
   ok = sent_as_said(forward, in_name(o), CommOp::all_reduce, 2, 2 * int64_t{Nr} * 4, "forward" + tag) && ok;
@@ -125,10 +125,7 @@ bool linear_as_serial(const comm::Grid3D& cube, Orientation o) {
   const int q = s.q, N = s.N, C = s.C, OC = s.OC;
   const auto inp = normal(int64_t{N} * C, 1.0f, 5), w = normal(int64_t{C} * OC, 0.5f, 6), b = normal(OC, 1.0f, 7);
   const auto dout = normal(int64_t{N} * OC, 1.0f, 8);
-  std::vector<float> out(static_cast<size_t>(N) * OC), dinp(inp.size(), 0.0f), dw(w.size(), 0.0f), db(OC, 0.0f);
-  core::linear_forward(ctx, out.data(), inp.data(), w.data(), b.data(), N, C, OC);
-  core::linear_backward(ctx, {.dinp = dinp.data(), .dweight = dw.data(), .dbias = db.data()}, dout.data(), inp.data(),
-                        w.data(), N, C, OC);
+  const auto serial = equivalence::serial_linear(inp, w, b, dout, N, C, OC);
 
   // The bias block is out's column block.
   const int cols = piece_position(Operand::Y, o, q, cube.i(), cube.j(), cube.k()).second;
@@ -147,10 +144,10 @@ bool linear_as_serial(const comm::Grid3D& cube, Orientation o) {
 
   const auto line = tp3d::lines(cube, o);  // the bias block is held along `in` and `rows`
   const double e = equivalence::worst_of(
-      {check(cube, o, "linear out", gather_pieces(cube, out_p, N, OC, Operand::Y, o), out),
-       check(cube, o, "linear dinp", gather_pieces(cube, dinp_p, N, C, Operand::X, o), dinp),
-       check(cube, o, "linear dW", gather_pieces(cube, dw_p, C, OC, Operand::W, o), dw),
-       check(cube, o, "linear dbias (summed)", summed_over(line.in, line.rows, db_p), part(db, q, cols))});
+      {check(cube, o, "linear out", gather_pieces(cube, out_p, N, OC, Operand::Y, o), serial.out),
+       check(cube, o, "linear dinp", gather_pieces(cube, dinp_p, N, C, Operand::X, o), serial.dinp),
+       check(cube, o, "linear dW", gather_pieces(cube, dw_p, C, OC, Operand::W, o), serial.dweight),
+       check(cube, o, "linear dbias (summed)", summed_over(line.in, line.rows, db_p), part(serial.dbias, q, cols))});
   const int64_t x_block = int64_t{N / q} * (C / q) * 4, w_block = int64_t{C / q} * (OC / q) * 4,
                 y_block = int64_t{N / q} * (OC / q) * 4;  // bytes of the blocks of inp, w and out
   const std::string tag = std::string(" linear ") + name(o) + " q=" + std::to_string(q);
@@ -191,35 +188,38 @@ TEST_CASE("3D MLP (c_fc standard, GELU on the piece, c_proj exchanged) equals th
   const auto x = normal(int64_t{N} * C, 1.0f, 30), w_fc = normal(int64_t{C} * F, 0.4f, 31), b_fc = normal(F, 0.2f, 32),
              w_proj = normal(int64_t{F} * C, 0.2f, 33), b_proj = normal(C, 0.2f, 34),
              dy = normal(int64_t{N} * C, 1.0f, 35);
-  std::vector<float> h(static_cast<size_t>(N) * F), hg(h.size()), y(static_cast<size_t>(N) * C);
-  core::linear_forward(ctx, h.data(), x.data(), w_fc.data(), b_fc.data(), N, C, F);
-  core::gelu_forward(ctx, hg.data(), h.data(), int64_t{N} * F);
-  core::linear_forward(ctx, y.data(), hg.data(), w_proj.data(), b_proj.data(), N, F, C);
-  std::vector<float> dhg(h.size(), 0.0f), dh(h.size(), 0.0f), dx(x.size(), 0.0f);
-  core::linear_backward(ctx, {.dinp = dhg.data()}, dy.data(), hg.data(), w_proj.data(), N, F, C);
-  core::gelu_backward(ctx, dh.data(), h.data(), dhg.data(), int64_t{N} * F);
-  core::linear_backward(ctx, {.dinp = dx.data()}, dh.data(), x.data(), w_fc.data(), N, C, F);
+  const auto serial = equivalence::serial_mlp(x, w_fc, b_fc, w_proj, b_proj, dy, N, C, F);
 
   // c_fc reads x as a standard product's X and writes h as its Y, which c_proj, exchanged, reads as
-  // its X; c_proj's Y is laid out as a standard X again: x's layout.
+  // its X; c_proj's Y is laid out as a standard X again: x's layout. Each bias is the block of its
+  // linear's output columns.
   const auto std_ = Orientation::standard, exch = Orientation::exchanged;
   const int fc_cols = piece_position(Operand::Y, std_, q, cube.i(), cube.j(), cube.k()).second,
             proj_cols = piece_position(Operand::Y, exch, q, cube.i(), cube.j(), cube.k()).second;
   const auto x_p = piece_of(x, N, C, Operand::X, cube, std_), dy_p = piece_of(dy, N, C, Operand::X, cube, std_);
   const auto wf = piece_of(w_fc, C, F, Operand::W, cube, std_), wp = piece_of(w_proj, F, C, Operand::W, cube, exch);
   const auto bf = part(b_fc, q, fc_cols), bp = part(b_proj, q, proj_cols);
-  const size_t h_piece = static_cast<size_t>(N / (q * q)) * (F / q);
+  const size_t h_piece = static_cast<size_t>(N / (q * q)) * (F / q);  // (N/q², F/q)
   std::vector<float> h_p(h_piece), hg_p(h_piece), y_p(x_p.size());
   tp3d::linear_3d_forward(ctx, cube, h_p.data(), x_p.data(), wf.data(), bf.data(), N, C, F, std_);
   core::gelu_forward(ctx, hg_p.data(), h_p.data(), static_cast<int64_t>(h_piece));
   tp3d::linear_3d_forward(ctx, cube, y_p.data(), hg_p.data(), wp.data(), bp.data(), N, F, C, exch);
-  std::vector<float> dhg_p(h_piece, 0.0f), dh_p(h_piece, 0.0f), dx_p(x_p.size(), 0.0f);
-  tp3d::linear_3d_backward(ctx, cube, {.dinp = dhg_p.data()}, dy_p.data(), hg_p.data(), wp.data(), N, F, C, exch);
+  std::vector<float> dhg_p(h_piece, 0.0f), dh_p(h_piece, 0.0f), dx_p(x_p.size(), 0.0f), dwf(wf.size(), 0.0f),
+      dbf(bf.size(), 0.0f), dwp(wp.size(), 0.0f), dbp(bp.size(), 0.0f);
+  tp3d::linear_3d_backward(ctx, cube, {.dinp = dhg_p.data(), .dweight = dwp.data(), .dbias = dbp.data()}, dy_p.data(),
+                           hg_p.data(), wp.data(), N, F, C, exch);
   core::gelu_backward(ctx, dh_p.data(), h_p.data(), dhg_p.data(), static_cast<int64_t>(h_piece));
-  tp3d::linear_3d_backward(ctx, cube, {.dinp = dx_p.data()}, dh_p.data(), x_p.data(), wf.data(), N, C, F, std_);
+  tp3d::linear_3d_backward(ctx, cube, {.dinp = dx_p.data(), .dweight = dwf.data(), .dbias = dbf.data()}, dh_p.data(),
+                           x_p.data(), wf.data(), N, C, F, std_);
 
+  const auto fc = tp3d::lines(cube, std_), proj = tp3d::lines(cube, exch);  // each bias is held along `in` and `rows`
   const double e = equivalence::worst_of(
-      {check(cube, std_, "MLP out (as x)", gather_pieces(cube, y_p, N, C, Operand::X, std_), y),
-       check(cube, std_, "MLP dinp (as x)", gather_pieces(cube, dx_p, N, C, Operand::X, std_), dx)});
+      {check(cube, std_, "MLP out (as x)", gather_pieces(cube, y_p, N, C, Operand::X, std_), serial.out),
+       check(cube, std_, "MLP dinp (as x)", gather_pieces(cube, dx_p, N, C, Operand::X, std_), serial.dinp),
+       check(cube, std_, "MLP d c_fc.weight", gather_pieces(cube, dwf, C, F, Operand::W, std_), serial.dw_fc),
+       check(cube, std_, "MLP d c_fc.bias (summed)", summed_over(fc.in, fc.rows, dbf), part(serial.db_fc, q, fc_cols)),
+       check(cube, exch, "MLP d c_proj.weight", gather_pieces(cube, dwp, F, C, Operand::W, exch), serial.dw_proj),
+       check(cube, exch, "MLP d c_proj.bias (summed)", summed_over(proj.in, proj.rows, dbp),
+             part(serial.db_proj, q, proj_cols))});
   MPI_REQUIRE(e <= 1e-5);
 }
