@@ -6,12 +6,14 @@
 // given o normalises an activation laid out that way. Sizes passed are the FULL sizes (N, C, OC).
 // Communication is stated per call and per rank as the comm ledger counts it (an all-reduce: the
 // size of its buffer; an all-gather or reduce-scatter: the whole block), floats of 4 bytes, on the
-// lines of tp3d::lines(cube, o): `in` ("cube_row" when standard, "cube_depth" when exchanged).
+// lines of tp3d::lines(cube, o), named by role: `in` ("cube_row" when standard, "cube_depth" when
+// exchanged), `out` (the other of those two) and `rows` ("cube_col").
 // The 1-D parameters (linear biases, LN weight and bias) are the block of the columns of the
-// activation they act on, replicated over the q² ranks that hold that block (the ranks with the
-// same k, or j); a backward here adds only THIS rank's rows' share of their gradients. Summing the
-// shares over those q² ranks (along the two other lines) is the model's job, once per step for
-// all of them together, as in the 2D stage.
+// activation they act on, replicated over the q² ranks that hold that block: a standard linear's
+// bias over the ranks with the same k, a LayerNorm's weight and bias on a standard X over those
+// with the same j (exchanged: the other way round). A backward here adds only THIS rank's rows'
+// share of their gradients. Summing the shares over those q² ranks (along the two lines other than
+// the one whose index picks the block) is the model's job, once per step, as in the 2D stage.
 #pragma once
 
 #include "comm/grid.h"
