@@ -2,16 +2,31 @@
 // row's columns.
 #include "tp3d/layers.h"
 
+#include <string>
+
 #include "core/ops.h"
 #include "core/tensor.h"
+#include "tp3d/shared.h"
 
 namespace optimus::tp3d {
+
+namespace {
+
+void check_layernorm_sizes(const comm::Grid3D& cube, int N, int C) {
+  const int q = cube.q();
+  const std::string who = "3D LayerNorm";
+  check_multiple(who, "N (the rows)", N, q * q, "q²", "they are cut into q² row pieces");
+  check_multiple(who, "C (the columns)", C, q, "q", "they are cut into q column blocks");
+}
+
+}  // namespace
 
 // ---- LayerNorm ----------------------------------------------------------------------------------
 
 void layernorm_3d_forward(const core::Context& ctx, const comm::Grid3D& cube, float* out, float* mean, float* rstd,
                           const float* inp, const float* weight, const float* bias, int N, int C, float eps,
                           Orientation o) {
+  check_layernorm_sizes(cube, N, C);
   const int q = cube.q(), Nr = N / (q * q), Cb = C / q;  // my rows, my columns
   comm::Communicator& row = lines(cube, o).in;           // the q ranks holding my rows' C columns
   core::layernorm_partial_sum(ctx, mean, inp, Nr, Cb);
@@ -24,8 +39,9 @@ void layernorm_3d_forward(const core::Context& ctx, const comm::Grid3D& cube, fl
 void layernorm_3d_backward(const core::Context& ctx, const comm::Grid3D& cube, const core::LayerGrads& add_to,
                            const float* dout, const float* inp, const float* weight, const float* mean,
                            const float* rstd, int N, int C, Orientation o) {
+  check_layernorm_sizes(cube, N, C);
   const int q = cube.q(), Nr = N / (q * q), Cb = C / q;
-  core::Buffer sums(*ctx.ledger, core::MemoryCategory::communication, {2, Nr}, ctx.device);  // Σ g, then Σ g·x̂
+  core::Buffer sums = scratch(ctx, 2, Nr);  // (2, N/q²): Σ g, then Σ g·x̂
   float* sum_g = sums.data();
   float* sum_gx = sums.data() + Nr;
   core::layernorm_backward_partial(ctx, sum_g, sum_gx, dout, inp, weight, mean, rstd, Nr, Cb);

@@ -29,7 +29,9 @@ namespace optimus::tp3d {
 /// rstd (N/q²): my rows' statistics over the whole row; weight, bias (C/q): the block of my
 /// columns (j, or k when exchanged). eps the model's layer_norm_epsilon. Two-pass like the serial
 /// kernel: partial sums → all-reduce → partial squared deviations → all-reduce → normalise.
-/// Communication: 2 all-reduces on `in` of (N/q²)·4 bytes.
+/// Communication: 2 all-reduces on `in` of (N/q²)·4 bytes. N must be a positive multiple of q² and
+/// C of q, checked before any communication on every rank alike (core::ConfigError), here and in
+/// the backward; the linear's sizes are checked by product_3d.
 void layernorm_3d_forward(const core::Context& ctx, const comm::Grid3D& cube, float* out, float* mean, float* rstd,
                           const float* inp, const float* weight, const float* bias, int N, int C, float eps,
                           Orientation o = Orientation::standard);

@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "core/errors.h"
 #include "core/ops.h"
 #include "core/tensor.h"
+#include "tp3d/shared.h"
 
 namespace optimus::tp3d {
 
@@ -15,23 +15,12 @@ using core::Trans;
 
 namespace {
 
-// Every rank sees the same sizes, so every rank throws alike and nobody waits in a collective.
-void check_multiple(const std::string& what, int n, int by, const std::string& by_name, const std::string& why) {
-  if (n > 0 && n % by == 0) return;
-  throw core::ConfigError("the 3D product needs " + what + " = " + std::to_string(n) +
-                          " to be a positive multiple of " + by_name + " = " + std::to_string(by) + ", since " + why +
-                          "; pad the matrices or choose another cube");
-}
-
 void check_sizes(const comm::Grid3D& cube, int N, int M, int K) {
   const int q = cube.q();
-  check_multiple("N (the rows of X and Y)", N, q * q, "q²", "they are cut into q² row pieces");
-  check_multiple("K (the columns of X, the rows of W)", K, q * q, "q²", "W's rows are cut into q² row pieces");
-  check_multiple("M (the columns of W and Y)", M, q, "q", "they are cut into q column blocks");
-}
-
-core::Buffer scratch(const core::Context& ctx, int64_t rows, int64_t cols) {
-  return core::Buffer(*ctx.ledger, core::MemoryCategory::communication, {rows, cols}, ctx.device);
+  const std::string who = "the 3D product";
+  check_multiple(who, "N (the rows of X and Y)", N, q * q, "q²", "they are cut into q² row pieces");
+  check_multiple(who, "K (the columns of X, the rows of W)", K, q * q, "q²", "W's rows are cut into q² row pieces");
+  check_multiple(who, "M (the columns of W and Y)", M, q, "q", "they are cut into q column blocks");
 }
 
 // The block (q·rows, cols) whose row pieces (rows, cols) the q ranks of `line` hold, stacked in

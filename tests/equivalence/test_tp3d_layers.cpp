@@ -3,7 +3,8 @@
 // orientation. Every rank computes the serial result on the full tensors (they are small); the
 // pieces are gathered into full tensors and compared; 1-D parameter gradients, of which a layer
 // adds only its rows' share, are summed here over the q² ranks holding the same block, as the
-// model will do once per step. Each call's collectives are checked against src/tp3d/layers.h.
+// model will do once per step. Each call's collectives are checked against src/tp3d/layers.h, and
+// sizes that do not divide are refused before any communication.
 // Shapes: N = 2q² rows, C = 3q², OC = 3q, F = 4C (blocks of inp, w and out of three sizes).
 #include <catch2/catch.hpp>
 
@@ -12,6 +13,7 @@
 
 #include "comm/grid.h"
 #include "compare.h"
+#include "core/errors.h"
 #include "core/ops.h"
 #include "cube_pieces.h"
 #include "serial_layers.h"
@@ -222,4 +224,32 @@ TEST_CASE("3D MLP (c_fc standard, GELU on the piece, c_proj exchanged) equals th
        check(cube, exch, "MLP d c_proj.bias (summed)", summed_over(proj.in, proj.rows, dbp),
              part(serial.db_proj, q, proj_cols))});
   MPI_REQUIRE(e <= 1e-5);
+}
+
+TEST_CASE("3D LayerNorm and linear refuse sizes that do not divide, on every rank, before communicating",
+          "[tp3d_layers]") {
+  const comm::Grid3D cube(mpi_test::world().comm());
+  const int q = cube.q();
+  if (q == 1) return;  // every size divides
+  const auto ctx = core::cpu_context();
+  std::vector<float> x(256);
+  float* p = x.data();
+  auto& ledger = cube.world().ledger();
+  const auto before = ledger.snapshot();
+  std::string message;
+  try {
+    tp3d::layernorm_3d_forward(ctx, cube, p, p, p, p, p, p, q * q, q + 1, 1e-5f);
+  } catch (const core::ConfigError& e) {
+    message = e.what();
+  }
+  MPI_REQUIRE(message == "3D LayerNorm needs C (the columns) = " + std::to_string(q + 1) +
+                             " to be a positive multiple of q = " + std::to_string(q) +
+                             ", since they are cut into q column blocks; pad the matrices or choose another cube");
+  MPI_REQUIRE_THROWS_AS(
+      tp3d::layernorm_3d_backward(ctx, cube, {.dinp = p}, p, p, p, p, p, q, q, Orientation::exchanged),
+      core::ConfigError);
+  MPI_REQUIRE_THROWS_AS(tp3d::linear_3d_forward(ctx, cube, p, p, p, p, q * q, q, q), core::ConfigError);
+  MPI_REQUIRE_THROWS_AS(tp3d::linear_3d_backward(ctx, cube, {.dbias = p}, p, p, p, q * q, q * q, q + 1),
+                        core::ConfigError);
+  MPI_REQUIRE(ledger.since(before).calls() == 0);
 }
