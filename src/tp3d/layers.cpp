@@ -1,11 +1,11 @@
-// The first 3D layers: core ops, the 3D product, and an all-reduce along the line that holds a
-// row's columns.
+// The first 3D layers: the 3D product plus a bias, and model's split LayerNorm along the line of
+// the cube that holds a row's columns.
 #include "tp3d/layers.h"
 
 #include <string>
 
 #include "core/ops.h"
-#include "core/tensor.h"
+#include "model/split_layernorm.h"
 #include "tp3d/shared.h"
 
 namespace optimus::tp3d {
@@ -27,26 +27,18 @@ void layernorm_3d_forward(const core::Context& ctx, const comm::Grid3D& cube, fl
                           const float* inp, const float* weight, const float* bias, int N, int C, float eps,
                           Orientation o) {
   check_layernorm_sizes(cube, N, C);
-  const int q = cube.q(), Nr = N / (q * q), Cb = C / q;  // my rows, my columns
-  comm::Communicator& row = lines(cube, o).in;           // the q ranks holding my rows' C columns
-  core::layernorm_partial_sum(ctx, mean, inp, Nr, Cb);
-  row.all_reduce(mean, Nr);  // the row sum over all C columns
-  core::layernorm_partial_sqdev(ctx, rstd, inp, mean, Nr, Cb, C);
-  row.all_reduce(rstd, Nr);  // Σ (x − mean)² over all C columns
-  core::layernorm_normalize(ctx, out, mean, rstd, inp, mean, rstd, weight, bias, Nr, Cb, C, eps);
+  // The q ranks of the `in` line hold my rows' C columns between them.
+  const int q = cube.q();
+  model::split_layernorm_forward(ctx, lines(cube, o).in, out, mean, rstd, inp, weight, bias, N / (q * q), C / q, C,
+                                 eps);
 }
 
 void layernorm_3d_backward(const core::Context& ctx, const comm::Grid3D& cube, const core::LayerGrads& add_to,
                            const float* dout, const float* inp, const float* weight, const float* mean,
                            const float* rstd, int N, int C, Orientation o) {
   check_layernorm_sizes(cube, N, C);
-  const int q = cube.q(), Nr = N / (q * q), Cb = C / q;
-  core::Buffer sums = scratch(ctx, 2, Nr);  // (2, N/q²): Σ g, then Σ g·x̂
-  float* sum_g = sums.data();
-  float* sum_gx = sums.data() + Nr;
-  core::layernorm_backward_partial(ctx, sum_g, sum_gx, dout, inp, weight, mean, rstd, Nr, Cb);
-  lines(cube, o).in.all_reduce(sums.data(), 2 * int64_t{Nr});  // both sums over all C columns, one call
-  core::layernorm_backward_apply(ctx, add_to, dout, inp, weight, mean, rstd, sum_g, sum_gx, Nr, Cb, C);
+  const int q = cube.q();
+  model::split_layernorm_backward(ctx, lines(cube, o).in, add_to, dout, inp, weight, mean, rstd, N / (q * q), C / q, C);
 }
 
 // ---- linear -------------------------------------------------------------------------------------

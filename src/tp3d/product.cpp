@@ -23,6 +23,10 @@ void check_sizes(const comm::Grid3D& cube, int N, int M, int K) {
   check_multiple(who, "M (the columns of W and Y)", M, q, "q", "they are cut into q column blocks");
 }
 
+core::Buffer scratch(const core::Context& ctx, int64_t rows, int64_t cols) {
+  return core::Buffer(*ctx.ledger, core::MemoryCategory::communication, {rows, cols}, ctx.device);
+}
+
 // The block (q·rows, cols) whose row pieces (rows, cols) the q ranks of `line` hold, stacked in
 // the line's order.
 core::Buffer gather_block(const core::Context& ctx, comm::Communicator& line, const float* piece, int64_t rows,

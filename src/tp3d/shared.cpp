@@ -1,4 +1,4 @@
-// What the 3D product and the 3D layers share inside tp3d: the size check and a pass's scratch.
+// What the 3D product and the 3D layers share inside tp3d: the size check.
 #include "tp3d/shared.h"
 
 #include "core/errors.h"
@@ -11,10 +11,6 @@ void check_multiple(const std::string& who, const std::string& what, int n, int 
   throw core::ConfigError(who + " needs " + what + " = " + std::to_string(n) + " to be a positive multiple of " +
                           by_name + " = " + std::to_string(by) + ", since " + why +
                           "; pad the matrices or choose another cube");
-}
-
-core::Buffer scratch(const core::Context& ctx, int64_t rows, int64_t cols) {
-  return core::Buffer(*ctx.ledger, core::MemoryCategory::communication, {rows, cols}, ctx.device);
 }
 
 }  // namespace optimus::tp3d
