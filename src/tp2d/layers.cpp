@@ -3,6 +3,7 @@
 
 #include "core/ops.h"
 #include "core/tensor.h"
+#include "model/split_layernorm.h"
 #include "model/vocab_parallel_loss.h"
 #include "tp2d/summa.h"
 
@@ -20,24 +21,16 @@ core::Buffer comm_buffer(const core::Context& ctx, int64_t rows, int64_t cols) {
 
 void layernorm_2d_forward(const core::Context& ctx, const comm::Grid2D& grid, float* out, float* mean, float* rstd,
                           const float* inp, const float* weight, const float* bias, int N, int C, float eps) {
-  const int Nb = N / grid.q(), Cb = C / grid.q();
-  core::layernorm_partial_sum(ctx, mean, inp, Nb, Cb);
-  grid.row_comm().all_reduce(mean, Nb);  // the row sum over all C columns
-  core::layernorm_partial_sqdev(ctx, rstd, inp, mean, Nb, Cb, C);
-  grid.row_comm().all_reduce(rstd, Nb);  // Σ (x − mean)² over all C columns
-  core::layernorm_normalize(ctx, out, mean, rstd, inp, mean, rstd, weight, bias, Nb, Cb, C, eps);
+  // The row of the grid holds the whole width of my rows.
+  model::split_layernorm_forward(ctx, grid.row_comm(), out, mean, rstd, inp, weight, bias, N / grid.q(), C / grid.q(),
+                                 C, eps);
 }
 
 void layernorm_2d_backward(const core::Context& ctx, const comm::Grid2D& grid, const core::LayerGrads& add_to,
                            const float* dout, const float* inp, const float* weight, const float* mean,
                            const float* rstd, int N, int C) {
-  const int Nb = N / grid.q(), Cb = C / grid.q();
-  core::Buffer sums = comm_buffer(ctx, 2, Nb);  // (2, N/q): Σ g, then Σ g·x̂
-  float* sum_g = sums.data();
-  float* sum_gx = sums.data() + Nb;
-  core::layernorm_backward_partial(ctx, sum_g, sum_gx, dout, inp, weight, mean, rstd, Nb, Cb);
-  grid.row_comm().all_reduce(sums.data(), 2 * int64_t{Nb});  // both sums over all C columns, one call
-  core::layernorm_backward_apply(ctx, add_to, dout, inp, weight, mean, rstd, sum_g, sum_gx, Nb, Cb, C);
+  model::split_layernorm_backward(ctx, grid.row_comm(), add_to, dout, inp, weight, mean, rstd, N / grid.q(),
+                                  C / grid.q(), C);
 }
 
 // ---- linear -------------------------------------------------------------------------------------

@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "core/errors.h"
 #include "core/ops.h"
 #include "core/tensor.h"
+#include "tp3d/shared.h"
 
 namespace optimus::tp3d {
 
@@ -15,19 +15,12 @@ using core::Trans;
 
 namespace {
 
-// Every rank sees the same sizes, so every rank throws alike and nobody waits in a collective.
-void check_multiple(const std::string& what, int n, int by, const std::string& by_name, const std::string& why) {
-  if (n > 0 && n % by == 0) return;
-  throw core::ConfigError("the 3D product needs " + what + " = " + std::to_string(n) +
-                          " to be a positive multiple of " + by_name + " = " + std::to_string(by) + ", since " + why +
-                          "; pad the matrices or choose another cube");
-}
-
 void check_sizes(const comm::Grid3D& cube, int N, int M, int K) {
   const int q = cube.q();
-  check_multiple("N (the rows of X and Y)", N, q * q, "q²", "they are cut into q² row pieces");
-  check_multiple("K (the columns of X, the rows of W)", K, q * q, "q²", "W's rows are cut into q² row pieces");
-  check_multiple("M (the columns of W and Y)", M, q, "q", "they are cut into q column blocks");
+  const std::string who = "the 3D product";
+  check_multiple(who, "N (the rows of X and Y)", N, q * q, "q²", "they are cut into q² row pieces");
+  check_multiple(who, "K (the columns of X, the rows of W)", K, q * q, "q²", "W's rows are cut into q² row pieces");
+  check_multiple(who, "M (the columns of W and Y)", M, q, "q", "they are cut into q column blocks");
 }
 
 core::Buffer scratch(const core::Context& ctx, int64_t rows, int64_t cols) {
@@ -53,35 +46,43 @@ void reduce_scatter_add(const core::Context& ctx, comm::Communicator& line, floa
 
 }  // namespace
 
+Lines lines(const comm::Grid3D& cube, Orientation o) {
+  if (o == Orientation::standard) return {cube.row_comm(), cube.depth_comm(), cube.col_comm()};
+  return {cube.depth_comm(), cube.row_comm(), cube.col_comm()};
+}
+
 void product_3d(const core::Context& ctx, const comm::Grid3D& cube, float* Y, const float* X, const float* W, int N,
-                int M, int K) {
+                int M, int K, Orientation o) {
   check_sizes(cube, N, M, K);
   const int q = cube.q(), Nb = N / q, Mb = M / q, Kb = K / q;
-  const core::Buffer X_ij = gather_block(ctx, cube.depth_comm(), X, Nb / q, Kb);  // (N/q, K/q)
-  const core::Buffer W_jk = gather_block(ctx, cube.col_comm(), W, Kb / q, Mb);    // (K/q, M/q)
-  core::Buffer partial = scratch(ctx, Nb, Mb);  // (N/q, M/q): X_ij·W_jk, term j of Y_ik
+  // Blocks are named as in the standard orientation (in = row: j, out = depth: k, rows = col: i).
+  const Lines line = lines(cube, o);
+  const core::Buffer X_ij = gather_block(ctx, line.out, X, Nb / q, Kb);   // (N/q, K/q)
+  const core::Buffer W_jk = gather_block(ctx, line.rows, W, Kb / q, Mb);  // (K/q, M/q)
+  core::Buffer partial = scratch(ctx, Nb, Mb);                            // (N/q, M/q): X_ij·W_jk, term j of Y_ik
   core::matmul(ctx, partial.data(), X_ij.data(), W_jk.data(), Nb, Mb, Kb, Trans::no, Trans::no);
-  cube.row_comm().reduce_scatter(Y, partial.data(), int64_t{Nb / q} * Mb);  // Σ over j; piece j of Y_ik
+  line.in.reduce_scatter(Y, partial.data(), int64_t{Nb / q} * Mb);  // Σ over j; piece j of Y_ik
 }
 
 void product_3d_backward(const core::Context& ctx, const comm::Grid3D& cube, float* dX, float* dW, const float* dY,
-                         const float* X, const float* W, int N, int M, int K) {
+                         const float* X, const float* W, int N, int M, int K, Orientation o) {
   check_sizes(cube, N, M, K);
   if (dX == nullptr && dW == nullptr) return;
   const int q = cube.q(), Nb = N / q, Mb = M / q, Kb = K / q;
-  // The adjoint of the forward's reduce-scatter along the row: every term of Y_ik has all of dY_ik.
-  const core::Buffer dY_ik = gather_block(ctx, cube.row_comm(), dY, Nb / q, Mb);  // (N/q, M/q)
-  if (dX != nullptr) {  // dX_ij = Σ_k dY_ik·W_jkᵀ; the adjoint of gathering X_ij along the depth
-    const core::Buffer W_jk = gather_block(ctx, cube.col_comm(), W, Kb / q, Mb);  // (K/q, M/q), again
+  const Lines line = lines(cube, o);  // blocks named as in the standard orientation, as above
+  // The adjoint of the forward's reduce-scatter along `in`: every term of Y_ik has all of dY_ik.
+  const core::Buffer dY_ik = gather_block(ctx, line.in, dY, Nb / q, Mb);  // (N/q, M/q)
+  if (dX != nullptr) {  // dX_ij = Σ_k dY_ik·W_jkᵀ; the adjoint of gathering X_ij along `out`
+    const core::Buffer W_jk = gather_block(ctx, line.rows, W, Kb / q, Mb);  // (K/q, M/q), again
     core::Buffer partial = scratch(ctx, Nb, Kb);  // (N/q, K/q) = (N/q, M/q)·(K/q, M/q)ᵀ, term k
     core::matmul(ctx, partial.data(), dY_ik.data(), W_jk.data(), Nb, Kb, Mb, Trans::no, Trans::yes);
-    reduce_scatter_add(ctx, cube.depth_comm(), dX, partial.data(), Nb / q, Kb);  // Σ over k; piece k
+    reduce_scatter_add(ctx, line.out, dX, partial.data(), Nb / q, Kb);  // Σ over k; piece k
   }
-  if (dW != nullptr) {  // dW_jk = Σ_i X_ijᵀ·dY_ik; the adjoint of gathering W_jk down the column
-    const core::Buffer X_ij = gather_block(ctx, cube.depth_comm(), X, Nb / q, Kb);  // (N/q, K/q), again
+  if (dW != nullptr) {  // dW_jk = Σ_i X_ijᵀ·dY_ik; the adjoint of gathering W_jk along `rows`
+    const core::Buffer X_ij = gather_block(ctx, line.out, X, Nb / q, Kb);  // (N/q, K/q), again
     core::Buffer partial = scratch(ctx, Kb, Mb);  // (K/q, M/q) = (N/q, K/q)ᵀ·(N/q, M/q), term i
     core::matmul(ctx, partial.data(), X_ij.data(), dY_ik.data(), Kb, Mb, Nb, Trans::yes, Trans::no);
-    reduce_scatter_add(ctx, cube.col_comm(), dW, partial.data(), Kb / q, Mb);  // Σ over i; piece i
+    reduce_scatter_add(ctx, line.rows, dW, partial.data(), Kb / q, Mb);  // Σ over i; piece i
   }
 }
 

@@ -29,6 +29,14 @@ namespace optimus::tp3d {
 // i then j, its columns by k. Y is laid out as X with j and k exchanged: a product that takes Y as
 // its input reduces over k instead of j.
 //
+// Orientation::exchanged is the same product with j and k trading places everywhere above: X's
+// rows split by i then j, its columns by k (the layout a standard product gives Y), W's rows by k
+// then i and its columns by j, Y's rows by i then k and its columns by j (the layout a standard
+// product reads X in); the sum runs along depth_comm and X's block is gathered along row_comm.
+// So consecutive products alternate standard, exchanged, standard, ..., each reading its input in
+// the layout the one before wrote it (Colossal-AI's 3D layers swap their input and output groups
+// after each linear for the same reason).
+//
 // Sizes N, M, K are the FULL matrices'. N and K must be positive multiples of q² and M of q,
 // checked before any communication, on every rank alike (core::ConfigError, one sentence each).
 // Scratch (the gathered blocks, the partial products, a reduced piece) is allocated per call on
@@ -36,12 +44,28 @@ namespace optimus::tp3d {
 // counts it (comm_ledger.h: an all-gather or reduce-scatter records the size of the whole block,
 // q pieces), per call and per rank, floats of 4 bytes.
 
+/// Which of j and k splits X's columns, the index the product sums over (see above).
+enum class Orientation {
+  standard,   // j: X's columns along row_comm, Y's along depth_comm; the table above
+  exchanged,  // k: X's columns along depth_comm, Y's along row_comm
+};
+
+/// The cube's lines as a product in one orientation uses them, named by what their index splits.
+struct Lines {
+  comm::Communicator& in;    // X's columns (the sum's terms): row_comm, exchanged depth_comm
+  comm::Communicator& out;   // Y's columns, and X's rows after i: depth_comm, exchanged row_comm
+  comm::Communicator& rows;  // i, which splits X's and Y's rows first: col_comm in both
+};
+Lines lines(const comm::Grid3D& cube, Orientation o);
+
 /// Y (N/q², M/q) = this rank's piece of X·W, from its pieces X (N/q², K/q) and W (K/q², M/q).
 /// Communication: one all-gather on "cube_depth" of (N/q)(K/q)·4 bytes, one all-gather on
 /// "cube_col" of (K/q)(M/q)·4 bytes, one reduce-scatter on "cube_row" of (N/q)(M/q)·4 bytes.
 /// Scratch: X_ij, W_jk and the partial Y_ik.
+/// In orientation `o` exchanged, the pieces are the exchanged ones, and "cube_row" and "cube_depth"
+/// trade places in that communication.
 void product_3d(const core::Context& ctx, const comm::Grid3D& cube, float* Y, const float* X, const float* W, int N,
-                int M, int K);
+                int M, int K, Orientation o = Orientation::standard);
 
 /// dX (N/q², K/q) += this rank's piece of dY·Wᵀ;  dW (K/q², M/q) += its piece of Xᵀ·dY; from the
 /// pieces dY (N/q², M/q), X and W of product_3d. Like every backward op it accumulates;
@@ -51,7 +75,8 @@ void product_3d(const core::Context& ctx, const comm::Grid3D& cube, float* Y, co
 /// for dX one all-gather of W_jk on "cube_col" ((K/q)(M/q)·4) and one reduce-scatter on
 /// "cube_depth" ((N/q)(K/q)·4); for dW one all-gather of X_ij on "cube_depth" ((N/q)(K/q)·4) and
 /// one reduce-scatter on "cube_col" ((K/q)(M/q)·4).
+/// Exchanged: "cube_row" and "cube_depth" trade places, as in the forward pass.
 void product_3d_backward(const core::Context& ctx, const comm::Grid3D& cube, float* dX, float* dW, const float* dY,
-                         const float* X, const float* W, int N, int M, int K);
+                         const float* X, const float* W, int N, int M, int K, Orientation o = Orientation::standard);
 
 }  // namespace optimus::tp3d

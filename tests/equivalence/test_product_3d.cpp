@@ -16,13 +16,18 @@
 #include "core/errors.h"
 #include "core/ops.h"
 #include "core/tensor.h"
+#include "cube_pieces.h"
 #include "tp3d/product.h"
 
 using namespace optimus;
 using comm::CommOp;
 using core::Trans;
+using equivalence::gather_pieces;
+using equivalence::Operand;
+using equivalence::piece_of;
 using equivalence::rel_error;
 using equivalence::report;
+using equivalence::sent_as_said;
 
 namespace {
 
@@ -33,52 +38,6 @@ std::vector<float> normal(int64_t n, int salt) {  // the same full matrix on eve
 struct Shapes {  // Y (N, M) = X (N, K) · W (K, M), the full matrices
   int N, M, K;
 };
-
-enum class Operand { X, W, Y };
-
-// Where rank (i, j, k)'s piece of an operand sits: every operand's rows are cut in q² pieces and its
-// columns in q blocks; which of each is the rank's, product.h's table says.
-std::pair<int, int> piece_position(Operand o, int q, int i, int j, int k) {
-  switch (o) {
-    case Operand::X:
-      return {i * q + k, j};
-    case Operand::W:
-      return {j * q + i, k};
-    case Operand::Y:
-      return {i * q + j, k};
-  }
-  return {};
-}
-
-// Rank (i, j, k)'s piece (rows/q², cols/q) of a full (rows, cols) operand.
-std::vector<float> piece_of(const std::vector<float>& full, int rows, int cols, Operand o, const comm::Grid3D& cube) {
-  const int q = cube.q(), pr = rows / (q * q), pc = cols / q;
-  const auto [rb, cb] = piece_position(o, q, cube.i(), cube.j(), cube.k());
-  std::vector<float> piece(static_cast<size_t>(pr) * pc);
-  for (int a = 0; a < pr; ++a) {
-    const float* src = full.data() + static_cast<size_t>(rb * pr + a) * cols + cb * pc;
-    std::copy(src, src + pc, piece.data() + static_cast<size_t>(a) * pc);
-  }
-  return piece;
-}
-
-// The full (rows, cols) operand whose pieces the ranks of the cube hold — the inverse of piece_of —
-// on every rank (one all-gather over the cube's world).
-std::vector<float> gather_pieces(const comm::Grid3D& cube, const std::vector<float>& piece, int rows, int cols,
-                                 Operand o) {
-  const int q = cube.q(), pr = rows / (q * q), pc = cols / q;
-  const int64_t n = int64_t{pr} * pc;
-  std::vector<float> all(static_cast<size_t>(n) * q * q * q), full(static_cast<size_t>(rows) * cols);
-  cube.world().all_gather(all.data(), piece.data(), n);
-  for (int r = 0; r < q * q * q; ++r) {
-    const auto [rb, cb] = piece_position(o, q, r / (q * q), r / q % q, r % q);
-    for (int a = 0; a < pr; ++a) {
-      const float* src = all.data() + r * n + int64_t{a} * pc;
-      std::copy(src, src + pc, full.data() + static_cast<size_t>(rb * pr + a) * cols + cb * pc);
-    }
-  }
-  return full;
-}
 
 // Forward and both gradients on the cube, gathered, against the serial ones, within 1e-5.
 void check_against_serial(const Shapes& s, const std::string& what) {
@@ -113,14 +72,6 @@ void check_against_serial(const Shapes& s, const std::string& what) {
   MPI_REQUIRE(e_y <= 1e-5);
   MPI_REQUIRE(e_dx <= 1e-5);
   MPI_REQUIRE(e_dw <= 1e-5);
-}
-
-// One call's calls and bytes on one axis communicator against the formula; prints both (rank 0).
-bool sent_as_said(const comm::CommLedger& sent, const std::string& comm_name, CommOp op, int64_t calls, int64_t bytes,
-                  const std::string& what) {
-  equivalence::report_count(what + " " + comm_name + " calls", sent.calls(comm_name, op), calls);
-  equivalence::report_count(what + " " + comm_name + " bytes", sent.bytes(comm_name, op), bytes);
-  return sent.calls(comm_name, op) == calls && sent.bytes(comm_name, op) == bytes;
 }
 
 // Forward, then both gradients at once, on `cube` over buffers that hold the rank's pieces (on the

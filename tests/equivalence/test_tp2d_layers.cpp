@@ -15,6 +15,7 @@
 #include "core/ops.h"
 #include "model/gather.h"
 #include "model/param_set.h"
+#include "serial_layers.h"
 #include "tp2d/layers.h"
 #include "tp2d/shard_2d.h"
 
@@ -65,10 +66,7 @@ TEST_CASE("2D LayerNorm equals serial LayerNorm: out, mean, rstd, dinp, dweight,
   const float eps = 0.25f;  // not GPT-2's 1e-5: the 2D pieces must pass the caller's eps on
   const auto inp = normal(int64_t{N} * C, 2.0f, 1), w = normal(C, 1.0f, 2), b = normal(C, 1.0f, 3);
   const auto dout = normal(int64_t{N} * C, 1.0f, 4);
-  std::vector<float> out(inp.size()), mean(N), rstd(N), dinp(inp.size(), 0.0f), dw(C, 0.0f), db(C, 0.0f);
-  core::layernorm_forward(ctx, out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C, eps);
-  core::layernorm_backward(ctx, {.dinp = dinp.data(), .dweight = dw.data(), .dbias = db.data()}, dout.data(),
-                           inp.data(), w.data(), mean.data(), rstd.data(), N, C);
+  const auto serial = equivalence::serial_layernorm(inp, w, b, dout, N, C, eps);
 
   const auto inp_b = equivalence::grid_block(inp, N, C, g), dout_b = equivalence::grid_block(dout, N, C, g);
   const auto w_j = part(w, s.q, g.j()), b_j = part(b, s.q, g.j());
@@ -79,13 +77,13 @@ TEST_CASE("2D LayerNorm equals serial LayerNorm: out, mean, rstd, dinp, dweight,
   tp2d::layernorm_2d_backward(ctx, g, {.dinp = dinp_b.data(), .dweight = dw_j.data(), .dbias = db_j.data()},
                               dout_b.data(), inp_b.data(), w_j.data(), mean_b.data(), rstd_b.data(), N, C);
 
-  const double e =
-      equivalence::worst_of({check(g, "LayerNorm out", out_b, equivalence::grid_block(out, N, C, g)),
-                             check(g, "LayerNorm mean", mean_b, part(mean, s.q, g.i())),
-                             check(g, "LayerNorm rstd", rstd_b, part(rstd, s.q, g.i())),
-                             check(g, "LayerNorm dinp", dinp_b, equivalence::grid_block(dinp, N, C, g)),
-                             check(g, "LayerNorm dweight (column-summed)", column_sum(g, dw_j), part(dw, s.q, g.j())),
-                             check(g, "LayerNorm dbias (column-summed)", column_sum(g, db_j), part(db, s.q, g.j()))});
+  const double e = equivalence::worst_of(
+      {check(g, "LayerNorm out", out_b, equivalence::grid_block(serial.out, N, C, g)),
+       check(g, "LayerNorm mean", mean_b, part(serial.mean, s.q, g.i())),
+       check(g, "LayerNorm rstd", rstd_b, part(serial.rstd, s.q, g.i())),
+       check(g, "LayerNorm dinp", dinp_b, equivalence::grid_block(serial.dinp, N, C, g)),
+       check(g, "LayerNorm dweight (column-summed)", column_sum(g, dw_j), part(serial.dweight, s.q, g.j())),
+       check(g, "LayerNorm dbias (column-summed)", column_sum(g, db_j), part(serial.dbias, s.q, g.j()))});
   MPI_REQUIRE(e <= 1e-5);
 }
 
@@ -96,10 +94,7 @@ TEST_CASE("2D linear equals the serial linear: out, dinp, dW, dbias", "[tp2d_lay
   const int N = s.N, C = s.C, OC = s.OC;
   const auto inp = normal(int64_t{N} * C, 1.0f, 5), w = normal(int64_t{C} * OC, 0.5f, 6), b = normal(OC, 1.0f, 7);
   const auto dout = normal(int64_t{N} * OC, 1.0f, 8);
-  std::vector<float> out(static_cast<size_t>(N) * OC), dinp(inp.size(), 0.0f), dw(w.size(), 0.0f), db(OC, 0.0f);
-  core::linear_forward(ctx, out.data(), inp.data(), w.data(), b.data(), N, C, OC);
-  core::linear_backward(ctx, {.dinp = dinp.data(), .dweight = dw.data(), .dbias = db.data()}, dout.data(), inp.data(),
-                        w.data(), N, C, OC);
+  const auto serial = equivalence::serial_linear(inp, w, b, dout, N, C, OC);
 
   const auto inp_b = equivalence::grid_block(inp, N, C, g), w_b = equivalence::grid_block(w, C, OC, g),
              dout_b = equivalence::grid_block(dout, N, OC, g);
@@ -110,11 +105,11 @@ TEST_CASE("2D linear equals the serial linear: out, dinp, dW, dbias", "[tp2d_lay
   tp2d::linear_2d_backward(ctx, g, {.dinp = dinp_b.data(), .dweight = dw_b.data(), .dbias = db_j.data()}, dout_b.data(),
                            inp_b.data(), w_b.data(), N, C, OC);
 
-  const double e =
-      equivalence::worst_of({check(g, "linear out", out_b, equivalence::grid_block(out, N, OC, g)),
-                             check(g, "linear dinp", dinp_b, equivalence::grid_block(dinp, N, C, g)),
-                             check(g, "linear dW", dw_b, equivalence::grid_block(dw, C, OC, g)),
-                             check(g, "linear dbias (column-summed)", column_sum(g, db_j), part(db, s.q, g.j()))});
+  const double e = equivalence::worst_of(
+      {check(g, "linear out", out_b, equivalence::grid_block(serial.out, N, OC, g)),
+       check(g, "linear dinp", dinp_b, equivalence::grid_block(serial.dinp, N, C, g)),
+       check(g, "linear dW", dw_b, equivalence::grid_block(serial.dweight, C, OC, g)),
+       check(g, "linear dbias (column-summed)", column_sum(g, db_j), part(serial.dbias, s.q, g.j()))});
   MPI_REQUIRE(e <= 1e-5);
 }
 
@@ -212,17 +207,7 @@ TEST_CASE("2D MLP (SUMMA c_fc, GELU on the tile, SUMMA c_proj) equals the serial
   const auto x = normal(int64_t{N} * C, 1.0f, 30), w_fc = normal(int64_t{C} * F, 0.4f, 31), b_fc = normal(F, 0.2f, 32),
              w_proj = normal(int64_t{F} * C, 0.2f, 33), b_proj = normal(C, 0.2f, 34),
              dy = normal(int64_t{N} * C, 1.0f, 35);
-  std::vector<float> h(static_cast<size_t>(N) * F), hg(h.size()), y(static_cast<size_t>(N) * C);
-  core::linear_forward(ctx, h.data(), x.data(), w_fc.data(), b_fc.data(), N, C, F);
-  core::gelu_forward(ctx, hg.data(), h.data(), int64_t{N} * F);
-  core::linear_forward(ctx, y.data(), hg.data(), w_proj.data(), b_proj.data(), N, F, C);
-  std::vector<float> dhg(h.size(), 0.0f), dh(h.size(), 0.0f), dx(x.size(), 0.0f), dw_fc(w_fc.size(), 0.0f),
-      db_fc(F, 0.0f), dw_proj(w_proj.size(), 0.0f), db_proj(C, 0.0f);
-  core::linear_backward(ctx, {.dinp = dhg.data(), .dweight = dw_proj.data(), .dbias = db_proj.data()}, dy.data(),
-                        hg.data(), w_proj.data(), N, F, C);
-  core::gelu_backward(ctx, dh.data(), h.data(), dhg.data(), int64_t{N} * F);
-  core::linear_backward(ctx, {.dinp = dx.data(), .dweight = dw_fc.data(), .dbias = db_fc.data()}, dh.data(), x.data(),
-                        w_fc.data(), N, C, F);
+  const auto serial = equivalence::serial_mlp(x, w_fc, b_fc, w_proj, b_proj, dy, N, C, F);
 
   const auto x_b = equivalence::grid_block(x, N, C, g), dy_b = equivalence::grid_block(dy, N, C, g);
   const auto wf = shard_of(w_fc, ParamKind::mlp_fc_weight, {C, F}, g),
@@ -242,13 +227,14 @@ TEST_CASE("2D MLP (SUMMA c_fc, GELU on the tile, SUMMA c_proj) equals the serial
                            x_b.data(), wf.data(), N, C, F);
 
   const double e = equivalence::worst_of(
-      {check(g, "MLP out", y_b, equivalence::grid_block(y, N, C, g)),
-       check(g, "MLP dinp", dx_b, equivalence::grid_block(dx, N, C, g)),
-       check(g, "MLP d c_fc.weight", dwf, shard_of(dw_fc, ParamKind::mlp_fc_weight, {C, F}, g)),
-       check(g, "MLP d c_fc.bias (column-summed)", column_sum(g, dbf), shard_of(db_fc, ParamKind::mlp_fc_bias, {F}, g)),
-       check(g, "MLP d c_proj.weight", dwp, shard_of(dw_proj, ParamKind::mlp_proj_weight, {F, C}, g)),
+      {check(g, "MLP out", y_b, equivalence::grid_block(serial.out, N, C, g)),
+       check(g, "MLP dinp", dx_b, equivalence::grid_block(serial.dinp, N, C, g)),
+       check(g, "MLP d c_fc.weight", dwf, shard_of(serial.dw_fc, ParamKind::mlp_fc_weight, {C, F}, g)),
+       check(g, "MLP d c_fc.bias (column-summed)", column_sum(g, dbf),
+             shard_of(serial.db_fc, ParamKind::mlp_fc_bias, {F}, g)),
+       check(g, "MLP d c_proj.weight", dwp, shard_of(serial.dw_proj, ParamKind::mlp_proj_weight, {F, C}, g)),
        check(g, "MLP d c_proj.bias (column-summed)", column_sum(g, dbp),
-             shard_of(db_proj, ParamKind::mlp_proj_bias, {C}, g))});
+             shard_of(serial.db_proj, ParamKind::mlp_proj_bias, {C}, g))});
   MPI_REQUIRE(e <= 1e-5);
 }
 
