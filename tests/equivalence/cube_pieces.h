@@ -1,9 +1,11 @@
 // Helpers of the 3D tests: each rank's piece of a full operand of tp3d::product_3d (X, W or Y, in
-// either orientation), the full operand gathered back from the pieces, and one call's
-// communication on one line of the cube against its formula.
+// either orientation), the full operand gathered back from the pieces, a 1-D parameter's block and
+// its gradient's shares summed, and one call's communication on one line of the cube against its
+// formula.
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,6 +65,22 @@ inline std::vector<float> gather_pieces(const optimus::comm::Grid3D& cube, const
     }
   }
   return full;
+}
+
+/// Part `index` of `parts` equal parts of a vector (a 1-D parameter's block, or a row piece's statistics).
+inline std::vector<float> part(const std::vector<float>& full, int parts, int index) {
+  const size_t n = full.size() / static_cast<size_t>(parts);
+  return std::vector<float>(full.begin() + static_cast<std::ptrdiff_t>(index * n),
+                            full.begin() + static_cast<std::ptrdiff_t>((index + 1) * n));
+}
+
+/// A 1-D parameter gradient's shares summed over the q² ranks that hold the same block: those that
+/// differ along lines a and b (the model's once-per-step sum).
+inline std::vector<float> summed_over(optimus::comm::Communicator& a, optimus::comm::Communicator& b,
+                                      std::vector<float> share) {
+  a.all_reduce(share.data(), static_cast<int64_t>(share.size()));
+  b.all_reduce(share.data(), static_cast<int64_t>(share.size()));
+  return share;
 }
 
 /// One call's calls and bytes of `op` on the communicator named `comm_name` against the formula;

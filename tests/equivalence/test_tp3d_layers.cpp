@@ -23,30 +23,17 @@ using namespace optimus;
 using comm::CommOp;
 using equivalence::gather_pieces;
 using equivalence::Operand;
+using equivalence::part;
 using equivalence::piece_of;
 using equivalence::piece_position;
 using equivalence::sent_as_said;
+using equivalence::summed_over;
 using tp3d::Orientation;
 
 namespace {
 
 std::vector<float> normal(int64_t n, float scale, int salt) {  // the same full tensor on every rank
   return equivalence::normal_data(n, scale, {9u, 0x3e00u + static_cast<uint32_t>(salt)});
-}
-
-// Part `index` of `parts` equal parts of a vector.
-std::vector<float> part(const std::vector<float>& full, int parts, int index) {
-  const size_t n = full.size() / static_cast<size_t>(parts);
-  return std::vector<float>(full.begin() + static_cast<std::ptrdiff_t>(index * n),
-                            full.begin() + static_cast<std::ptrdiff_t>((index + 1) * n));
-}
-
-// A 1-D parameter gradient's shares summed over the q² ranks that hold the same block: those that
-// differ along lines a and b (the model's once-per-step sum).
-std::vector<float> summed_over(comm::Communicator& a, comm::Communicator& b, std::vector<float> share) {
-  a.all_reduce(share.data(), static_cast<int64_t>(share.size()));
-  b.all_reduce(share.data(), static_cast<int64_t>(share.size()));
-  return share;
 }
 
 const char* name(Orientation o) {
