@@ -23,6 +23,15 @@ void check_sizes(const comm::Grid3D& cube, int N, int M, int K) {
   check_multiple(who, "M (the columns of W and Y)", M, q, "q", "they are cut into q column blocks");
 }
 
+// The same for Y = X·Wtᵀ, whose Wt (M, K) is cut into q² row pieces and q column blocks.
+void check_sizes_abt(const comm::Grid3D& cube, int N, int M, int K) {
+  const int q = cube.q();
+  const std::string who = "the 3D product X·Wtᵀ";
+  check_multiple(who, "N (the rows of X and Y)", N, q * q, "q²", "they are cut into q² row pieces");
+  check_multiple(who, "M (the rows of Wt, the columns of Y)", M, q * q, "q²", "Wt's rows are cut into q² row pieces");
+  check_multiple(who, "K (the columns of X and Wt)", K, q, "q", "they are cut into q column blocks");
+}
+
 core::Buffer scratch(const core::Context& ctx, int64_t rows, int64_t cols) {
   return core::Buffer(*ctx.ledger, core::MemoryCategory::communication, {rows, cols}, ctx.device);
 }
@@ -83,6 +92,39 @@ void product_3d_backward(const core::Context& ctx, const comm::Grid3D& cube, flo
     core::Buffer partial = scratch(ctx, Kb, Mb);  // (K/q, M/q) = (N/q, K/q)ᵀ·(N/q, M/q), term i
     core::matmul(ctx, partial.data(), X_ij.data(), dY_ik.data(), Kb, Mb, Nb, Trans::yes, Trans::no);
     reduce_scatter_add(ctx, line.rows, dW, partial.data(), Kb / q, Mb);  // Σ over i; piece i
+  }
+}
+
+void product_3d_abt(const core::Context& ctx, const comm::Grid3D& cube, float* Y, const float* X, const float* Wt,
+                    int N, int M, int K, Orientation o) {
+  check_sizes_abt(cube, N, M, K);
+  const int q = cube.q(), Nb = N / q, Mb = M / q, Kb = K / q;
+  const Lines line = lines(cube, o);  // blocks named as in the standard orientation
+  const core::Buffer X_ij = gather_block(ctx, line.out, X, Nb / q, Kb);     // (N/q, K/q)
+  const core::Buffer Wt_kj = gather_block(ctx, line.rows, Wt, Mb / q, Kb);  // (M/q, K/q) = W_jkᵀ
+  core::Buffer partial = scratch(ctx, Nb, Mb);  // (N/q, M/q) = X_ij·W_jk, term j of Y_ik
+  core::matmul(ctx, partial.data(), X_ij.data(), Wt_kj.data(), Nb, Mb, Kb, Trans::no, Trans::yes);
+  line.in.reduce_scatter(Y, partial.data(), int64_t{Nb / q} * Mb);  // Σ over j; piece j of Y_ik
+}
+
+void product_3d_abt_backward(const core::Context& ctx, const comm::Grid3D& cube, float* dX, float* dWt,
+                             const float* dY, const float* X, const float* Wt, int N, int M, int K, Orientation o) {
+  check_sizes_abt(cube, N, M, K);
+  if (dX == nullptr && dWt == nullptr) return;
+  const int q = cube.q(), Nb = N / q, Mb = M / q, Kb = K / q;
+  const Lines line = lines(cube, o);
+  const core::Buffer dY_ik = gather_block(ctx, line.in, dY, Nb / q, Mb);  // (N/q, M/q)
+  if (dX != nullptr) {  // dX_ij = Σ_k dY_ik·(Wt)_kj
+    const core::Buffer Wt_kj = gather_block(ctx, line.rows, Wt, Mb / q, Kb);  // (M/q, K/q), again
+    core::Buffer partial = scratch(ctx, Nb, Kb);  // (N/q, K/q) = (N/q, M/q)·(M/q, K/q), term k
+    core::matmul(ctx, partial.data(), dY_ik.data(), Wt_kj.data(), Nb, Kb, Mb, Trans::no, Trans::no);
+    reduce_scatter_add(ctx, line.out, dX, partial.data(), Nb / q, Kb);  // Σ over k; piece k
+  }
+  if (dWt != nullptr) {  // (dWt)_kj = Σ_i dY_ikᵀ·X_ij
+    const core::Buffer X_ij = gather_block(ctx, line.out, X, Nb / q, Kb);  // (N/q, K/q), again
+    core::Buffer partial = scratch(ctx, Mb, Kb);  // (M/q, K/q) = (N/q, M/q)ᵀ·(N/q, K/q), term i
+    core::matmul(ctx, partial.data(), dY_ik.data(), X_ij.data(), Mb, Kb, Nb, Trans::yes, Trans::no);
+    reduce_scatter_add(ctx, line.rows, dWt, partial.data(), Mb / q, Kb);  // Σ over i; piece i
   }
 }
 

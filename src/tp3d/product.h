@@ -79,4 +79,21 @@ void product_3d(const core::Context& ctx, const comm::Grid3D& cube, float* Y, co
 void product_3d_backward(const core::Context& ctx, const comm::Grid3D& cube, float* dX, float* dW, const float* dY,
                          const float* X, const float* W, int N, int M, int K, Orientation o = Orientation::standard);
 
+/// The same product with W given transposed: Y (N, M) = X (N, K) · Wtᵀ for Wt (M, K), the tied LM
+/// head's logits = lnf · wteᵀ with wte (V, C) as the model stores it. Wt's block (Wt)_kj = (W_jk)ᵀ
+/// (M/q, K/q) lies on the line (·, j, k) as W_jk does and is cut into q row pieces by i, so rank
+/// (i, j, k) holds Wt's rows block k·q + i of M/q² and its columns block j of K/q (exchanged: rows
+/// block j·q + i, columns block k). X and Y are as in product_3d, and the local product is
+/// X_ij · (Wt)_kjᵀ, with no transposed copy. N and M must be positive multiples of q² (Wt's rows are
+/// cut into q² pieces) and K of q, checked first. Communication: that of product_3d(N, M, K, o).
+void product_3d_abt(const core::Context& ctx, const comm::Grid3D& cube, float* Y, const float* X, const float* Wt,
+                    int N, int M, int K, Orientation o = Orientation::standard);
+
+/// dX (N/q², K/q) += this rank's piece of dY·Wt; dWt (M/q², K/q) += its piece of dYᵀ·X; from the
+/// pieces of product_3d_abt. Accumulates; nullptr = not needed. Communication: that of
+/// product_3d_backward(N, M, K, o).
+void product_3d_abt_backward(const core::Context& ctx, const comm::Grid3D& cube, float* dX, float* dWt,
+                             const float* dY, const float* X, const float* Wt, int N, int M, int K,
+                             Orientation o = Orientation::standard);
+
 }  // namespace optimus::tp3d
