@@ -148,3 +148,125 @@ TEST_CASE("3D recomputation is bitwise the run without it: loss and every gradie
   report(tag(cube, "recompute: loss and gradients bitwise equal (1 = yes)"), same ? 1.0 : 0.0);
   MPI_REQUIRE(same);
 }
+
+namespace {
+
+// One expected entry of the communication ledger: calls and bytes of an operation on a communicator.
+struct Expected {
+  const char* comm;
+  comm::CommOp op;
+  int64_t calls, bytes;
+};
+
+// Chapter 7, "Communication per step": per rank and training step (forward, backward, clipping), in
+// floats of 4 bytes unless marked; an all-gather or reduce-scatter counts its whole block. q = cube
+// side, N = B·T, F = 4C, Vp = q²·⌈V/q²⌉, L layers. A 3D product of X (N, K) and W (K, M), forward
+// and backward, costs per rank (tp3d/product.h):
+//   on `out` (depth for a standard product, row for an exchanged one): 2 all-gathers and 1
+//     reduce-scatter of (N/q)(K/q)
+//   on `in` (row for standard, depth for exchanged): 1 reduce-scatter and 1 all-gather of (N/q)(M/q)
+//   on col: 2 all-gathers and 1 reduce-scatter of (K/q)(M/q)
+// A block has c_attn (K, M) = (C, 3C) and c_fc (C, F) standard, the projections (C, C) and (F, C)
+// exchanged; the LM head is a standard product with (K, M) = (C, Vp). Summed, with the embedding's
+// reduce-scatters (forward) and all-gathers (backward) of N·C/q on col and (N/q)(C/q) on depth:
+//   depth all-gather:      6L + 3 calls, (6L + 3)·N·C/q² floats; reduce-scatter 4L + 2, (4L + 2)·N·C/q²
+//   row all-gather:        6L + 1 calls, (N/q²)·(L·(5C + 3F) + Vp); reduce-scatter 4L + 1, (N/q²)·(L·(4C + 2F) + Vp)
+//   col all-gather:        8L + 3 calls, 2·(L·(4C² + 2CF) + C·Vp)/q² + N·C/q; reduce-scatter 4L + 2, half
+//                          the first term + N·C/q
+// All-reduces: on row, 2 per LayerNorm forward (N/q² each) and 1 per backward (2N/q²), 2L + 1
+// LayerNorms; the loss's sum (one double); the bucket of the branch biases shared by (i, j), L·(3C
+// + F)/q. On depth, the loss's 3 (N/q² each) and the bucket of the residual stream's parameters
+// shared by (i, k), (T_max·C + 6L·C + 2C)/q. On col, the loss's sum (one double) and the bucket of
+// every replicated parameter, (T_max·C + 13L·C + 2C)/q. On world, the squared gradient norm (one double).
+std::vector<Expected> expected_comm(const model::GPTConfig& c, int q, int B, int T) {
+  const int64_t L = c.n_layer, C = c.n_embd, F = c.ffn(), N = int64_t{B} * T, q2 = int64_t{q} * q, f = 4;
+  const int64_t Vp = int64_t{tp3d::vocab_piece(c, q)} * q2, Nl = N / q2, Tm = c.n_positions;
+  const int64_t col_gemm = (L * (4 * C * C + 2 * C * F) + C * Vp) / q2;
+  return {
+      {"cube_depth", comm::CommOp::all_gather, 6 * L + 3, f * (6 * L + 3) * N * C / q2},
+      {"cube_depth", comm::CommOp::reduce_scatter, 4 * L + 2, f * (4 * L + 2) * N * C / q2},
+      {"cube_row", comm::CommOp::all_gather, 6 * L + 1, f * Nl * (L * (5 * C + 3 * F) + Vp)},
+      {"cube_row", comm::CommOp::reduce_scatter, 4 * L + 1, f * Nl * (L * (4 * C + 2 * F) + Vp)},
+      {"cube_col", comm::CommOp::all_gather, 8 * L + 3, f * (2 * col_gemm + N * C / q)},
+      {"cube_col", comm::CommOp::reduce_scatter, 4 * L + 2, f * (col_gemm + N * C / q)},
+      {"cube_row", comm::CommOp::all_reduce, 3 * (2 * L + 1) + 2, f * (2 * L + 1) * 4 * Nl + 8 + f * L * (3 * C + F) / q},
+      {"cube_depth", comm::CommOp::all_reduce, 4, f * 3 * Nl + f * (Tm * C + 6 * L * C + 2 * C) / q},
+      {"cube_col", comm::CommOp::all_reduce, 2, 8 + f * (Tm * C + 13 * L * C + 2 * C) / q},
+      {"world", comm::CommOp::all_reduce, 1, 8},
+  };
+}
+
+const char* op_name(comm::CommOp op) {
+  switch (op) {
+    case comm::CommOp::all_reduce:
+      return "all-reduce";
+    case comm::CommOp::all_gather:
+      return "all-gather";
+    case comm::CommOp::reduce_scatter:
+      return "reduce-scatter";
+    default:
+      return "other";
+  }
+}
+
+}  // namespace
+
+TEST_CASE("3D communication per training step equals the chapter's formula, per operation and communicator",
+          "[tp3d]") {
+  auto& world = mpi_test::world();
+  comm::Grid3D cube(world.comm());
+  const int q = cube.q();
+  const auto cfg = config_for(q, 0.1f);
+  const int B = 2 * q * q, T = 16;
+  std::vector<int> in, tg;
+  make_batch(in, tg, B, T, 2);
+  tp3d::GPT par(cfg, core::cpu_context(), 1, cube);
+  const auto step = equivalence::step_communication(par, world.comm(), in, tg, B, T);
+  bool all_equal = true;
+  int64_t want_calls = 0, want_bytes = 0;
+  for (const Expected& e : expected_comm(cfg, q, B, T)) {
+    const std::string what = std::string(e.comm) + " " + op_name(e.op);
+    equivalence::report_count(tag(cube, "ledger: " + what + " calls"), step.calls(e.comm, e.op), e.calls);
+    equivalence::report_count(tag(cube, "ledger: " + what + " bytes"), step.bytes(e.comm, e.op), e.bytes);
+    all_equal = all_equal && step.calls(e.comm, e.op) == e.calls && step.bytes(e.comm, e.op) == e.bytes;
+    want_calls += e.calls, want_bytes += e.bytes;
+  }
+  equivalence::report_count(tag(cube, "ledger: all calls"), step.calls(), want_calls);
+  equivalence::report_count(tag(cube, "ledger: all bytes"), step.bytes(), want_bytes);
+  MPI_REQUIRE(all_equal);
+  MPI_REQUIRE(step.calls() == want_calls);  // and nothing else
+  MPI_REQUIRE(step.bytes() == want_bytes);
+}
+
+namespace {
+
+// Chapter 7, "Memory per rank": the floats the 3D stage keeps for backward (the ledger's
+// activations), per rank, for a batch (B, T). Every (N, ·) activation is a cube piece, 1/q³ of it;
+// the per-row statistics (LayerNorm mean and rstd, the loss's four numbers per row) are divided by
+// the q² row pieces only; the attention probabilities by the q² sequence pieces and the q head groups.
+int64_t activations_3d(const model::GPTConfig& c, int q, int B, int T) {
+  const int64_t L = c.n_layer, C = c.n_embd, F = c.ffn(), NH = c.n_head, N = int64_t{B} * T, q2 = int64_t{q} * q;
+  const int64_t q3 = q2 * q, Nl = N / q2, Vp = int64_t{tp3d::vocab_piece(c, q)} * q2;
+  // per block: ln1, qkv (3), atty, res1, ln2, the output and fch, fch_gelu as pieces; att; 4 statistics a row
+  const int64_t block = (8 * N * C + 2 * N * F) / q3 + (B / q2) * (NH / q) * T * T + 4 * Nl;
+  return L * block + 2 * N * C / q3 /*encoded, lnf*/ + 2 * Nl + N * Vp / q3 /*logits*/ + 4 * Nl /*loss*/;
+}
+
+}  // namespace
+
+TEST_CASE("3D activation memory per rank equals the chapter's formula", "[tp3d]") {
+  auto& world = mpi_test::world();
+  comm::Grid3D cube(world.comm());
+  const int q = cube.q();
+  const auto cfg = config_for(q, 0.1f);
+  const int B = 2 * q * q, T = 16;
+  std::vector<int> in, tg;
+  make_batch(in, tg, B, T, 4);
+  core::MemoryLedger ledger;
+  tp3d::GPT par(cfg, core::cpu_context(ledger), 1, cube);
+  par.forward(in.data(), tg.data(), B, T, 0);
+  const int64_t got = static_cast<int64_t>(ledger.peak(core::MemoryCategory::activations));
+  const int64_t want = 4 * activations_3d(cfg, q, B, T);
+  equivalence::report_count(tag(cube, "ledger: 3D activation bytes per rank"), got, want);
+  MPI_REQUIRE(got == want);
+}
