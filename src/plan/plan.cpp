@@ -125,8 +125,10 @@ std::string to_text(const char* what, const TimeBreakdown& t) {
   out << line
       << (t.time_sharing > 1 ? " (ranks share cores: x" + std::to_string(t.time_sharing).substr(0, 4) + ")" : "")
       << "\n";
+  int width = 6;  // the names' column: "world" and 2D's "row" and "col" fit six, 3D's "cube_depth" not
+  for (const CollectiveTime& c : t.communication) width = std::max(width, static_cast<int>(c.communicator.size()));
   for (const CollectiveTime& c : t.communication) {
-    std::snprintf(line, sizeof line, "    %-6s %-15s %-17s %-10s sharing %2d  wire %12.1f MiB  %10.3f ms\n",
+    std::snprintf(line, sizeof line, "    %-*s %-15s %-17s %-10s sharing %2d  wire %12.1f MiB  %10.3f ms\n", width,
                   c.communicator.c_str(), comm::comm_op_name(c.op), c.algorithm.c_str(), c.link.c_str(), c.sharing,
                   c.wire_bytes / (1024.0 * 1024.0), 1e3 * c.seconds);
     out << line;
@@ -187,11 +189,13 @@ std::string to_text(const RankLedgers& r) {
   }
   out << "  communication\n";
   if (r.comm.communicators().empty()) out << "    none\n";
+  int width = 6;  // as in the time's table
+  for (const std::string& name : r.comm.communicators()) width = std::max(width, static_cast<int>(name.size()));
   for (const std::string& name : r.comm.communicators()) {
     for (int k = 0; k < comm::kCommOpCount; ++k) {
       const auto op = static_cast<comm::CommOp>(k);
       if (r.comm.calls(name, op) == 0) continue;
-      std::snprintf(line, sizeof line, "    %-6s (%d ranks) %-15s calls %8lld  %14.1f MiB\n", name.c_str(),
+      std::snprintf(line, sizeof line, "    %-*s (%d ranks) %-15s calls %8lld  %14.1f MiB\n", width, name.c_str(),
                     r.comm.group_size(name), comm::comm_op_name(op), static_cast<long long>(r.comm.calls(name, op)),
                     mib(static_cast<size_t>(r.comm.bytes(name, op))));
       out << line;

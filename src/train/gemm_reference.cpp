@@ -125,6 +125,16 @@ std::vector<GemmProduct> summa_blocks(const std::vector<GemmProduct>& full, int 
   return out;
 }
 
+std::vector<GemmProduct> cube_blocks(const std::vector<GemmProduct>& full, int q) {
+  std::vector<GemmProduct> out;
+  for (GemmProduct p : full) {
+    p.M /= q, p.N /= q, p.K /= q;
+    p.accumulates = false;
+    out.push_back(p);
+  }
+  return out;
+}
+
 std::vector<GemmProduct> pass_products(const model::GPTConfig& config, Layout layout, int ranks, int rows,
                                        model::Recompute recompute) {
   return definition(layout).products(config, ranks, rows, recompute);

@@ -4,7 +4,8 @@
 // dW = inᵀ·d_out), and the tied LM head's three, with the shapes and transposes the stages pass to
 // core::matmul; attention's per-head products are attention's, not here. Serial runs the full
 // shapes, Megatron 1D its column- and row-parallel local shapes and its vocabulary part of the LM
-// head, Optimus 2D the q block products of each SUMMA product (chapter 3).
+// head, Optimus 2D the q block products of each SUMMA product (chapter 3), 3D one block product of
+// each (chapter 7).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,10 @@ std::vector<GemmProduct> stage_products(const model::GPTConfig& config, int p, i
                                         model::Recompute recompute);
 /// The same products as SUMMA runs them on a q×q grid: q block products of (M/q, N/q, K/q) each.
 std::vector<GemmProduct> summa_blocks(const std::vector<GemmProduct>& full, int q);
+
+/// The same products as the 3D product runs them on a q×q×q cube: one block product of (M/q, N/q,
+/// K/q) each, into a partial result that a reduce-scatter then sums.
+std::vector<GemmProduct> cube_blocks(const std::vector<GemmProduct>& full, int q);
 
 /// The matrix products one rank of `layout` on `ranks` ranks (a 2D grid: q² of them) runs in one
 /// forward and backward pass of `rows` token rows (B·T of the pass: a micro-batch of one model

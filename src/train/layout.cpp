@@ -11,6 +11,9 @@
 #include "tp1d/shard_1d.h"
 #include "tp2d/gpt.h"
 #include "tp2d/shard_2d.h"
+#include "tp3d/gpt.h"
+#include "tp3d/shard_3d.h"
+#include "tp3d/vocabulary.h"
 #include "train/gemm_reference.h"
 
 namespace optimus::train {
@@ -22,8 +25,8 @@ namespace {
 void serial_ranks(int ranks, const std::string& who, bool data_parallel) {
   if (ranks == 1) return;
   throw core::ConfigError("the serial layout runs on 1 process, but " + who +
-                          (data_parallel ? "; choose --data-parallel equal to the processes, or --layout 1d or 2d"
-                                         : "; run without mpirun or choose --layout 1d or 2d"));
+                          (data_parallel ? "; choose --data-parallel equal to the processes, or --layout 1d, 2d or 3d"
+                                         : "; run without mpirun or choose --layout 1d, 2d or 3d"));
 }
 
 LayoutModel serial_build(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, comm::Communicator&,
@@ -78,8 +81,39 @@ LayoutModel tp2d_build(const model::GPTConfig& config, const core::Context& ctx,
   return {grid, std::make_unique<tp2d::GPT>(config, ctx, seed, *grid, options)};
 }
 
+// ---- 3d: the 3D product on a q×q×q cube -----------------------------------------------------------
+
+void tp3d_ranks(int ranks, const std::string& who, bool) {
+  comm::Grid3D::side(ranks, who);  // a ConfigError unless the ranks are a cube
+}
+
+int tp3d_batch_unit(int ranks, int, bool) {
+  const int q = comm::Grid3D::side(ranks);
+  return q * q;
+}
+
+void tp3d_batch(int B, int, int ranks, bool, const BatchWords& words) {
+  tp3d::check_batch_divisible_3d(B, comm::Grid3D::side(ranks), words.batch, words.choose);
+}
+
+void tp3d_shapes(const model::GPTConfig& config, int ranks) {
+  tp3d::check_divisible_3d(config, comm::Grid3D::side(ranks));
+}
+
+comm::SplitSizes tp3d_splits(int ranks) {
+  const int q = comm::Grid3D::side(ranks);
+  return {{"cube_row", q}, {"cube_col", q}, {"cube_depth", q}};
+}
+
+LayoutModel tp3d_build(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed,
+                       comm::Communicator& group, const model::StageOptions& options) {
+  auto cube = std::make_shared<const comm::Grid3D>(group);
+  return {cube, std::make_unique<tp3d::GPT>(config, ctx, seed, *cube, options)};
+}
+
 // Each stage's matrix products of a pass: serial's full ones, 1D's local ones with its vocabulary
-// part ⌈V/p⌉, and SUMMA's q block products of 2D's, the vocabulary padded to q·⌈V/q⌉.
+// part ⌈V/p⌉, SUMMA's q block products of 2D's, the vocabulary padded to q·⌈V/q⌉, and 3D's one
+// block product per product, the vocabulary padded to q²·⌈V/q²⌉.
 std::vector<GemmProduct> serial_products(const model::GPTConfig& config, int, int rows, model::Recompute recompute) {
   return stage_products(config, 1, rows, config.vocab_size, recompute);
 }
@@ -95,6 +129,12 @@ std::vector<GemmProduct> tp2d_products(const model::GPTConfig& config, int ranks
   return summa_blocks(stage_products(config, 1, rows, tp2d::vocab_block(config, q) * q, recompute), q);
 }
 
+std::vector<GemmProduct> tp3d_products(const model::GPTConfig& config, int ranks, int rows,
+                                       model::Recompute recompute) {
+  const int q = comm::Grid3D::side(ranks);
+  return cube_blocks(stage_products(config, 1, rows, tp3d::vocab_piece(config, q) * q * q, recompute), q);
+}
+
 // The stages check their own widths as they are built; 2D's must come before its grid's splits.
 void shapes_checked_by_stage(const model::GPTConfig&, int) {}
 void any_batch(int, int, int, bool, const BatchWords&) {}
@@ -105,13 +145,15 @@ comm::SplitSizes no_splits(int) {
   return {};
 }
 
-const std::array<LayoutDefinition, 3> kLayouts = {{
+const std::array<LayoutDefinition, 4> kLayouts = {{
     {Layout::serial, "serial", false, false, false, serial_ranks, one, any_batch, shapes_checked_by_stage, no_splits,
      serial_build, serial_products},
     {Layout::tp1d, "1d", true, false, false, any_ranks, tp1d_batch_unit, tp1d_batch, shapes_checked_by_stage, no_splits,
      tp1d_build, tp1d_products},
     {Layout::tp2d, "2d", false, true, true, tp2d_ranks, tp2d_batch_unit, tp2d_batch, tp2d_shapes, tp2d_splits,
      tp2d_build, tp2d_products},
+    {Layout::tp3d, "3d", false, false, false, tp3d_ranks, tp3d_batch_unit, tp3d_batch, tp3d_shapes, tp3d_splits,
+     tp3d_build, tp3d_products},
 }};
 
 }  // namespace

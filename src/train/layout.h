@@ -1,4 +1,4 @@
-// The layouts a run can use — serial, Megatron's 1D, Optimus's 2D — in one table. Each entry says
+// The layouts a run can use — serial, Megatron's 1D, Optimus's 2D, 3D — in one table. Each entry says
 // everything the code around the stages needs to know of its layout: its name on the command line,
 // which numbers of ranks and which batches it can split, the communicators its grid splits a world
 // into, and how to build its model on a group of ranks. The trainer, the benchmark, the planner and
@@ -23,19 +23,19 @@
 
 namespace optimus::train {
 
-enum class Layout { serial, tp1d, tp2d };
+enum class Layout { serial, tp1d, tp2d, tp3d };
 
 /// The layout named `name` on the command line; anything else is a ConfigError naming the choices.
 Layout parse_layout(const std::string& name);
-/// The command line's name of `layout` ("serial", "1d", "2d"), also written into checkpoints.
+/// The command line's name of `layout` ("serial", "1d", "2d", "3d"), also written into checkpoints.
 const char* to_string(Layout layout);
-/// "serial, 1d or 2d": the choices, for help texts and messages.
+/// "serial, 1d, 2d or 3d": the choices, for help texts and messages.
 std::string layout_choices();
 
 /// A model built for a layout, with the grid it computes on (none for serial), which outlives it.
 struct LayoutModel {
-  std::shared_ptr<const void> grid;     // comm::Grid1D or comm::Grid2D
-  std::unique_ptr<model::Model> model;  // serial::GPT, tp1d::GPT or tp2d::GPT
+  std::shared_ptr<const void> grid;     // comm::Grid1D, comm::Grid2D or comm::Grid3D
+  std::unique_ptr<model::Model> model;  // serial::GPT, tp1d::GPT, tp2d::GPT or tp3d::GPT
 };
 
 /// How the words of a batch check's message name the batch: `batch`, the B of the message (e.g.

@@ -6,7 +6,9 @@
 # Mode memory (chapter 5): the same for a run of 1D with sequence parallelism and recomputation on
 # 4 ranks, resumed in that layout (bitwise), in serial with recomputation and in 2D on 4 ranks;
 # and the straight run without recomputation ends with the same bytes as the one with it.
-# Usage: run_resume_layouts.sh OPTIMUS MPIEXEC [2d|memory]
+# Mode 3d (chapter 7): the same for a 3D run on 8 ranks (q = 2), resumed in 3D (bitwise), in serial
+# and in 2D on 4 ranks.
+# Usage: run_resume_layouts.sh OPTIMUS MPIEXEC [2d|memory|3d]
 set -euo pipefail
 optimus=$1 mpiexec=$2 mode=${3:-2d}
 source "$(dirname "$0")/lib.sh"
@@ -23,6 +25,11 @@ if [[ $mode == memory ]]; then
   others=(serial 2d)
   serial_memory=(--recompute block)
   "$mpiexec" -np 4 "$optimus" train --layout 1d --sequence-parallel "${common[@]}" --out "$tmp/kept"
+elif [[ $mode == 3d ]]; then
+  name="3d"
+  serial_memory=()
+  layout=(-np 8 "$optimus" train --layout 3d)
+  others=(serial 2d)
 else
   name="2d"
   serial_memory=()
