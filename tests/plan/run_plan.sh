@@ -3,7 +3,9 @@
 # prints what it promises: the tables (memory by category, ops by kind, each communicator with its
 # group size, the busiest rank) and, with --json, the same as keys; with --hardware, the time
 # model's keys for the step and the forward pass, and a largest batch whose step fits the
-# profile's device memory while one more row of the grid does not. Not its own timing.
+# profile's device memory while one more row of the grid does not. Not its own timing. Then 3D on
+# a 16×16×16 cube (4096 ranks; GPT-3's 96 heads split by q = 16, C = 12288 by q² = 256): the cube's
+# three lines of 16 ranks in the tables and the JSON, and a largest batch that is a multiple of q².
 # Usage: run_plan.sh OPTIMUS
 set -euo pipefail
 optimus=$1
@@ -66,3 +68,27 @@ assert fits == ($batch == $largest), (plan['batch'], peak, fits)
 "
 done
 echo "optimus plan --hardware h200-nvlink: times add up, links cross nodes, largest batch $largest fits and +32 does not"
+
+cube=(--layout 3d --ranks 4096 --layers 96 --embd 12288 --heads 96 --seq 2048 --vocab 50257)
+text=$("$optimus" plan "${cube[@]}" --batch 256)
+for expected in "^plan: layout 3d on 4096 ranks" "^rank 4095$" "^    cube_row   (16 ranks) all_gather" \
+  "^    cube_col   (16 ranks) reduce_scatter" "^    cube_depth (16 ranks) all_reduce" "^    world      (4096 ranks) all_reduce"; do
+  if ! grep -q -- "$expected" <<<"$text"; then
+    echo "FAIL: the 3d table has no line matching '$expected':"
+    echo "$text"
+    exit 1
+  fi
+done
+"$optimus" plan "${cube[@]}" --batch 256 --hardware h200-nvlink --json | python3 -c '
+import json, sys
+plan = json.load(sys.stdin)
+assert plan["layout"] == "3d" and plan["ranks"] == 4096, plan
+for r in plan["per_rank"]:
+    for line in ["cube_row", "cube_col", "cube_depth"]:
+        assert r["comm"][line]["group_size"] == 16, (line, r["comm"][line])
+        assert r["comm"][line]["all_gather"]["calls"] > 0 and r["comm"][line]["reduce_scatter"]["calls"] > 0, line
+assert plan["time"]["step"]["total_s"] > plan["time"]["forward"]["total_s"] > 0
+assert plan["largest_batch"] > 0 and plan["largest_batch"] % 256 == 0, plan["largest_batch"]
+print("optimus plan: 3d on 4096 ranks, GPT-3 175B shapes: the cube lines in the tables and the JSON, largest batch",
+      plan["largest_batch"])
+'

@@ -3,7 +3,7 @@
 // rank of a world of the same size, in fresh ledgers; the two runs' memory ledgers (current and
 // peak, per category), communication ledgers (every communicator and operation: calls, bytes,
 // group size) and op ledgers (per kind: calls, FLOPs, bytes) must be equal, rank by rank. Run under
-// mpiexec -np P with the layout's tag: [serial] at 1, [tp1d] at 2 and 4, [tp2d] at 4 and 9.
+// mpiexec -np P with the layout's tag: [serial] at 1, [tp1d] at 2 and 4, [tp2d] at 4 and 9, [tp3d] at 8.
 #include <catch2/catch.hpp>
 
 #include <omp.h>
@@ -37,6 +37,7 @@ model::GPTConfig prime_vocabulary() {
 }
 
 constexpr int kBatch = 6;  // a multiple of q = 2 and 3
+constexpr int kBatch3d = 8;  // a multiple of q² = 4 (both shapes' C divides by q² = 4 and NH by q = 2)
 
 std::vector<int> tokens(int64_t n, int vocab, uint32_t salt) {
   std::vector<int> x(static_cast<size_t>(n));
@@ -111,10 +112,11 @@ void print_totals(const std::string& what, const Ledgers& cpu) {
       cpu.memory.peak(core::MemoryCategory::activations));
 }
 
-void require_meta_equals_cpu(const std::string& layout, const model::GPTConfig& config, const std::string& shape) {
+void require_meta_equals_cpu(const std::string& layout, const model::GPTConfig& config, const std::string& shape,
+                             int B) {
   const int P = mpi_test::world().size(), rank = mpi_test::world().rank();
   plan::StepOptions options;
-  options.B = kBatch, options.T = config.n_positions;
+  options.B = B, options.T = config.n_positions;
   options.grad_clip = 0.0f;  // the norm is computed and reduced; scaling by it would depend on its value
   const std::vector<int> inputs = tokens(int64_t{options.B} * options.T, config.vocab_size, 1);
   const std::vector<int> targets = tokens(int64_t{options.B} * options.T, config.vocab_size, 2);
@@ -144,12 +146,13 @@ void require_meta_equals_cpu(const std::string& layout, const model::GPTConfig& 
   print_totals(layout + " on " + std::to_string(P) + " rank" + (P == 1 ? "" : "s") + ", " + shape, cpu);
 }
 
-void require_both_shapes(const std::string& layout) {
-  SECTION("L2 C48 NH12 V256 (padded by q = 3) T8 B6, dropout 0.1") {
-    require_meta_equals_cpu(layout, byte_vocabulary(), "L2 C48 NH12 V256 T8 B6 dropout 0.1");
+void require_both_shapes(const std::string& layout, int B = kBatch) {
+  const std::string b = " B" + std::to_string(B);
+  SECTION("L2 C48 NH12 V256 (padded by q = 3) T8, dropout 0.1") {
+    require_meta_equals_cpu(layout, byte_vocabulary(), "L2 C48 NH12 V256 T8" + b + " dropout 0.1", B);
   }
-  SECTION("L1 C36 NH12 V101 (padded by every p and q > 1) T4 B6, no dropout") {
-    require_meta_equals_cpu(layout, prime_vocabulary(), "L1 C36 NH12 V101 T4 B6");
+  SECTION("L1 C36 NH12 V101 (padded by every p and q > 1) T4, no dropout") {
+    require_meta_equals_cpu(layout, prime_vocabulary(), "L1 C36 NH12 V101 T4" + b, B);
   }
 }
 
@@ -165,4 +168,8 @@ TEST_CASE("a Megatron 1D rank's step on meta records exactly its CPU run's ledge
 
 TEST_CASE("an Optimus 2D rank's step on meta records exactly its CPU run's ledgers, rank by rank", "[tp2d]") {
   require_both_shapes("2d");
+}
+
+TEST_CASE("a 3D rank's step on meta records exactly its CPU run's ledgers, rank by rank", "[tp3d]") {
+  require_both_shapes("3d", kBatch3d);
 }
