@@ -49,7 +49,7 @@ int parse(CLI::App& app, comm::World& world, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   return comm::run_main(argc, argv, [&](comm::World& world) {
-    CLI::App app{"optimus: train and evaluate GPT models with serial, Megatron 1D or Optimus 2D tensor parallelism"};
+    CLI::App app{"optimus: train and evaluate GPT models with serial, Megatron 1D, Optimus 2D or 3D tensor parallelism"};
     app.require_subcommand(1);
     const std::vector<cli::Subcommand> subcommands = {
         cli::train_command(app),    cli::eval_command(app),  cli::init_command(app), cli::sample_command(app),

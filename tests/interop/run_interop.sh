@@ -4,7 +4,10 @@
 # transformers' save_pretrained gives transformers' loss in optimus eval, in serial and in 2D on 4
 # ranks; a model trained 20 steps in 2D on 4 ranks gives the same loss in optimus eval, the chapter 1
 # PyTorch reference and transformers; a run in 2D on 4 ranks started --init-from a transformers model
-# with GPT-2's vocabulary logs, at step 0, transformers' loss, and lowers it. Each relative difference
+# with GPT-2's vocabulary logs, at step 0, transformers' loss, and lowers it; and in 3D on 8 ranks,
+# the transformers model evaluates to transformers' loss, a run started --init-from the GPT-2
+# vocabulary one (V padded to 4·⌈V/4⌉) logs its step-0 loss, and a model trained 10 steps in 3D
+# gives optimus eval's loss in transformers. Each relative difference
 # ≤ 1e-5. The model (L=2, C=64, NH=4,
 # T=32, V=256) fits a 2×2 grid. transformers comes from .venv/ (scripts/setup_venv); without it the
 # test fails, it never skips.
@@ -108,6 +111,23 @@ if /usr/bin/python3 -c "import sys; sys.exit(0 if float('${end#loss }') < float(
 else
   echo "FAIL $what: the validation loss went from ${start#loss } to ${end#loss }"; status=1
 fi
+
+# 5. 3D on 8 ranks (chapter 7): the same checkpoints through the cube.
+loss=$("$mpiexec" -np 8 "$optimus" eval --layout 3d --checkpoint "$tmp/hf" "${eval_args[@]}")
+same "transformers checkpoint, optimus eval (3d, 8 ranks) vs transformers" "$loss" \
+  "$("${hf[@]}" eval --checkpoint "$tmp/hf" "${eval_args[@]}")"
+"$mpiexec" -np 8 "$optimus" train --layout 3d --init-from "$tmp/gpt2" --data "$tmp/text.txt" --val "$tmp/text.txt" \
+  --batch 4 --seq 32 --eval-batches 3 --steps 1 --log-interval 1 --out "$tmp/tuned3d" >/dev/null
+same "--init-from a transformers GPT-2 (V=50257, 3d, 8 ranks), step-0 validation loss vs transformers" \
+  "loss $(/usr/bin/python3 -c "
+import json
+print(*[r['val_loss'] for r in map(json.loads, open('$tmp/tuned3d/metrics.jsonl')) if r['step'] == 0 and 'val_loss' in r])")" \
+  "$("${hf[@]}" eval --checkpoint "$tmp/gpt2" "${eval_args[@]}")"
+"$mpiexec" -np 8 "$optimus" train --layout 3d --data "$tmp/text.txt" --steps 10 --batch 4 "${model[@]}" --seed 3 \
+  --eval-batches 1 --log-interval 10 --out "$tmp/run3d" >/dev/null
+same "3d-trained checkpoint (10 steps, 8 ranks), transformers vs optimus eval (3d, 8 ranks)" \
+  "$("${hf[@]}" eval --checkpoint "$tmp/run3d/step_000010" "${eval_args[@]}")" \
+  "$("$mpiexec" -np 8 "$optimus" eval --layout 3d --checkpoint "$tmp/run3d/step_000010" "${eval_args[@]}")"
 
 ((status == 0)) && echo "PASS: every loss agrees within 1e-5" || echo "FAIL: a loss differs by more than 1e-5"
 exit $status
