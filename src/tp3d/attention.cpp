@@ -12,7 +12,9 @@ namespace optimus::tp3d {
 namespace {
 
 // My pairs, after the size checks; with dropout, the mask's block must be theirs, so every rank
-// drops its own canonical probabilities, not copies of one another's.
+// drops its own canonical probabilities, not copies of one another's: my Bl sequences and my head
+// group. Its sequences may sit further down a larger batch (model::BatchSlice: the pass is a part
+// of the step's batch), so only their count is checked, and the heads' place.
 AttentionPairs checked_pairs(const comm::Grid3D& cube, int B, int NH, const core::DropoutSpec& drop) {
   const int q = cube.q();
   const std::string who = "3D attention";
@@ -21,11 +23,11 @@ AttentionPairs checked_pairs(const comm::Grid3D& cube, int B, int NH, const core
   const AttentionPairs mine = attention_pairs_3d(cube, B, NH);
   const core::GlobalBlock& g = drop.block;
   if (drop.p == 0.0f ||
-      (g.offset[0] == mine.b0 && g.offset[1] == mine.h0 && g.global_dim[0] == B && g.global_dim[1] == NH))
+      (g.dim[0] == mine.Bl && g.dim[1] == mine.NHl && g.offset[1] == mine.h0 && g.global_dim[1] == NH))
     return mine;
-  throw std::invalid_argument("3D attention: drop.block must sit at (sequence, head) = (" + std::to_string(mine.b0) +
-                              ", " + std::to_string(mine.h0) + ") of a canonical (B, NH) = (" + std::to_string(B) +
-                              ", " + std::to_string(NH) + "); use attention_pairs_3d");
+  throw std::invalid_argument("3D attention: drop.block must be " + std::to_string(mine.Bl) + " sequences by the heads [" +
+                              std::to_string(mine.h0) + ", " + std::to_string(mine.h0 + mine.NHl) + ") of " +
+                              std::to_string(NH) + "; use attention_pairs_3d");
 }
 
 }  // namespace

@@ -48,8 +48,9 @@ model::ShardSpec qkv_spec_3d(const core::Shape& canonical, int q, int i, int j, 
 /// out (N/q², C/q) = causal self-attention of my pairs: qkv (N/q², 3C/q), c_attn's standard Y
 /// piece, [Q_k | K_k | V_k]; att (Bl, NHl, T, T) its probabilities before dropout, kept for the
 /// backward. Sizes are the FULL ones: B sequences of T tokens, width C, NH heads. drop: the
-/// attention-probability dropout; with p > 0 its block must be my pairs' (attention_pairs_3d),
-/// else std::invalid_argument. B must be a positive multiple of q² and NH of q, checked first on
+/// attention-probability dropout; with p > 0 its block must be my pairs' (attention_pairs_3d; when
+/// the pass is a part of a larger batch, its sequences sit that part's offset further down), else
+/// std::invalid_argument. B must be a positive multiple of q² and NH of q, checked first on
 /// every rank alike (core::ConfigError, one sentence). Communication: none.
 void attention_3d_forward(const core::Context& ctx, const comm::Grid3D& cube, float* out, float* att, const float* qkv,
                           int B, int T, int C, int NH, const core::DropoutSpec& drop);

@@ -2,7 +2,8 @@
 # Data parallelism (--data-parallel D): D copies of a layout, each on world / D ranks and a share
 # of every step's batch, their gradients summed. Against a serial run with the same global batch
 # (dropout on, 6 AdamW steps with clipping): D = 4 copies of serial, D = 2 copies of 1D on 2 ranks,
-# and D = 2 copies of 2D on 2×2 (8 processes) — every step's loss within 1e-5 (relative) and every
+# D = 2 copies of 2D on 2×2 (8 processes) and D = 2 copies of 3D on 2×2×2 (16 processes) — every
+# step's loss within 1e-5 (relative) and every
 # weight tensor after the last step within 1e-4 (L4, L5). A D = 2 × 1D run resumes bitwise with
 # D = 2, and its step-3 checkpoint continues with D = 1 (serial) and D = 4 (serial) to the straight
 # run's losses within 1e-5: checkpoints are canonical whatever D wrote them.
@@ -18,6 +19,7 @@ common=(--data "$tmp/text.txt" --steps 6 --batch 8 --seq 16 --layers 2 --embd 32
 "$mpiexec" -np 4 "$optimus" train --layout 1d --data-parallel 2 "${common[@]}" --checkpoint-interval 3 --keep 0 \
   --out "$tmp/dp2-1d"
 "$mpiexec" -np 8 "$optimus" train --layout 2d --data-parallel 2 "${common[@]}" --out "$tmp/dp2-2d"
+"$mpiexec" -np 16 "$optimus" train --layout 3d --data-parallel 2 "${common[@]}" --out "$tmp/dp2-3d"
 
 # Resumed: bitwise with the same D, and with other D from the canonical checkpoint.
 "$mpiexec" -np 4 "$optimus" train --layout 1d --data-parallel 2 "${common[@]}" --resume "$tmp/dp2-1d/step_000003" \
@@ -57,7 +59,7 @@ def weights(run):
 
 ok = True
 ref_loss, ref_w = losses("serial"), weights("serial")
-for run in ["dp4-serial", "dp2-1d", "dp2-2d"]:
+for run in ["dp4-serial", "dp2-1d", "dp2-2d", "dp2-3d"]:
     got = losses(run)
     worst_loss = max(abs(got[s] - ref_loss[s]) / abs(ref_loss[s]) for s in ref_loss)
     w = weights(run)
