@@ -48,8 +48,8 @@ int world_size(const Placement& p) {
 int group_label(const Placement& p, const std::string& name, int rank) {
   const int d = rank / p.ranks, t = rank % p.ranks;
   if (name == "world") return 0;
-  if (name == "model") return d;  // one copy
-  if (name == "data") return t;   // the same shard in every copy
+  if (name == "model") return d;      // one copy
+  if (name == "data") return t;       // the same shard in every copy
   if (name.rfind("cube_", 0) == 0) {  // 3D: t = (i·q + j)·q + k, a line fixes two indices
     const int q = comm::Grid3D::side(p.ranks), i = t / (q * q), j = t / q % q, k = t % q;
     if (name == "cube_row") return (d * q + i) * q + k;    // the same copy, i and k

@@ -25,9 +25,10 @@ AttentionPairs checked_pairs(const comm::Grid3D& cube, int B, int NH, const core
   if (drop.p == 0.0f ||
       (g.dim[0] == mine.Bl && g.dim[1] == mine.NHl && g.offset[1] == mine.h0 && g.global_dim[1] == NH))
     return mine;
-  throw std::invalid_argument("3D attention: drop.block must be " + std::to_string(mine.Bl) + " sequences by the heads [" +
-                              std::to_string(mine.h0) + ", " + std::to_string(mine.h0 + mine.NHl) + ") of " +
-                              std::to_string(NH) + "; use attention_pairs_3d");
+  throw std::invalid_argument("3D attention: drop.block must be " + std::to_string(mine.Bl) +
+                              " sequences by the heads [" + std::to_string(mine.h0) + ", " +
+                              std::to_string(mine.h0 + mine.NHl) + ") of " + std::to_string(NH) +
+                              "; use attention_pairs_3d");
 }
 
 }  // namespace

@@ -37,9 +37,8 @@ GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed
 
 model::SpecOfRank GPT::spec_of() const {
   const int q = q_;
-  return [q](const model::ParamInfo& info, int rank) {
-    return spec_3d(info, q, rank / (q * q), rank / q % q, rank % q);
-  };
+  return
+      [q](const model::ParamInfo& info, int rank) { return spec_3d(info, q, rank / (q * q), rank / q % q, rank % q); };
 }
 
 // The residual stream: rows piece i·q + k, C block j. Inside a branch (qkv, atty, fch) and the
@@ -109,8 +108,8 @@ void GPT::block_forward(int l, const float* x) {
   float* out = acts_.outputs[static_cast<size_t>(l)].data();
   float* branch = acts_.branch.data();  // (N/q², C/q) scratch
   const model::BlockParams& w = weights_.blocks[static_cast<size_t>(l)];
-  const int B = acts_.B, T = acts_.T, N = B * T, Nl = N / (q_ * q_), C = config_.n_embd, Cl = C / q_,
-            F = config_.ffn(), Fl = F / q_, NH = config_.n_head;
+  const int B = acts_.B, T = acts_.T, N = B * T, Nl = N / (q_ * q_), C = config_.n_embd, Cl = C / q_, F = config_.ffn(),
+            Fl = F / q_, NH = config_.n_head;
   const float eps = config_.layer_norm_epsilon;
 
   // Attention: LayerNorm → c_attn, standard (head group k's Q, K, V of sequences piece i·q + j) →
@@ -140,8 +139,7 @@ void GPT::block_forward(int l, const float* x) {
 // makes is passed zeroed.
 
 void GPT::backward() {
-  const int B = acts_.B, T = acts_.T, N = B * T, Nl = N / (q_ * q_), C = config_.n_embd, Cl = C / q_,
-            Vb = Vp_ / q_;
+  const int B = acts_.B, T = acts_.T, N = B * T, Nl = N / (q_ * q_), C = config_.n_embd, Cl = C / q_, Vb = Vp_ / q_;
   model::BackwardScratch& s = scratch_;
   const model::ModelParams &w = weights_, &dw = grads_;
 
@@ -186,8 +184,8 @@ void GPT::block_backward(int l, const float* x) {
   model::BlockActivations& a = acts_.working_set(l);
   model::BackwardScratch& s = scratch_;
   const model::BlockParams &w = weights_.blocks[static_cast<size_t>(l)], &dw = grads_.blocks[static_cast<size_t>(l)];
-  const int B = acts_.B, T = acts_.T, N = B * T, Nl = N / (q_ * q_), C = config_.n_embd, F = config_.ffn(),
-            Fl = F / q_, NH = config_.n_head;
+  const int B = acts_.B, T = acts_.T, N = B * T, Nl = N / (q_ * q_), C = config_.n_embd, F = config_.ffn(), Fl = F / q_,
+            NH = config_.n_head;
 
   // MLP branch, backwards: dropout, c_proj (exchanged), GELU, c_fc (standard), LayerNorm's backward
   // (one row all-reduce) into the residual stream.
@@ -199,8 +197,8 @@ void GPT::block_backward(int l, const float* x) {
   core::gelu_backward(ctx_, core::zeroed(ctx_, s.d_fch), a.fch.data(), s.d_fch_gelu.data(), int64_t{Nl} * Fl);
   linear_3d_backward(ctx_, cube_, {.dinp = core::zeroed(ctx_, s.d_ln), .dweight = dw.c_fc_w, .dbias = dw.c_fc_b},
                      s.d_fch.data(), a.ln2.data(), w.c_fc_w, N, C, F);
-  layernorm_3d_backward(ctx_, cube_, {.dinp = s.d_res.data(), .dweight = dw.ln_2_w, .dbias = dw.ln_2_b},
-                        s.d_ln.data(), a.res1.data(), w.ln_2_w, a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
+  layernorm_3d_backward(ctx_, cube_, {.dinp = s.d_res.data(), .dweight = dw.ln_2_w, .dbias = dw.ln_2_b}, s.d_ln.data(),
+                        a.res1.data(), w.ln_2_w, a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
 
   // Attention branch, backwards, the same pattern; attention's backward is local.
   core::dropout_backward(ctx_, core::zeroed(ctx_, s.d_branch), s.d_res.data(),
@@ -212,8 +210,8 @@ void GPT::block_backward(int l, const float* x) {
                         a.att.data(), B, T, C, NH, dropout_spec(l, DropoutSite::attention_probs));
   linear_3d_backward(ctx_, cube_, {.dinp = core::zeroed(ctx_, s.d_ln), .dweight = dw.c_attn_w, .dbias = dw.c_attn_b},
                      s.d_qkv.data(), a.ln1.data(), w.c_attn_w, N, C, 3 * C);
-  layernorm_3d_backward(ctx_, cube_, {.dinp = s.d_res.data(), .dweight = dw.ln_1_w, .dbias = dw.ln_1_b},
-                        s.d_ln.data(), x, w.ln_1_w, a.ln1_mean.data(), a.ln1_rstd.data(), N, C);
+  layernorm_3d_backward(ctx_, cube_, {.dinp = s.d_res.data(), .dweight = dw.ln_1_w, .dbias = dw.ln_1_b}, s.d_ln.data(),
+                        x, w.ln_1_w, a.ln1_mean.data(), a.ln1_rstd.data(), N, C);
 }
 
 // The norm counts every canonical element once (replicated tensors on their owner only), then one

@@ -99,28 +99,28 @@ void product_3d_abt(const core::Context& ctx, const comm::Grid3D& cube, float* Y
                     int N, int M, int K, Orientation o) {
   check_sizes_abt(cube, N, M, K);
   const int q = cube.q(), Nb = N / q, Mb = M / q, Kb = K / q;
-  const Lines line = lines(cube, o);  // blocks named as in the standard orientation
-  const core::Buffer X_ij = gather_block(ctx, line.out, X, Nb / q, Kb);     // (N/q, K/q)
+  const Lines line = lines(cube, o);                                     // blocks named as in the standard orientation
+  const core::Buffer X_ij = gather_block(ctx, line.out, X, Nb / q, Kb);  // (N/q, K/q)
   const core::Buffer Wt_kj = gather_block(ctx, line.rows, Wt, Mb / q, Kb);  // (M/q, K/q) = W_jkᵀ
-  core::Buffer partial = scratch(ctx, Nb, Mb);  // (N/q, M/q) = X_ij·W_jk, term j of Y_ik
+  core::Buffer partial = scratch(ctx, Nb, Mb);                              // (N/q, M/q) = X_ij·W_jk, term j of Y_ik
   core::matmul(ctx, partial.data(), X_ij.data(), Wt_kj.data(), Nb, Mb, Kb, Trans::no, Trans::yes);
   line.in.reduce_scatter(Y, partial.data(), int64_t{Nb / q} * Mb);  // Σ over j; piece j of Y_ik
 }
 
-void product_3d_abt_backward(const core::Context& ctx, const comm::Grid3D& cube, float* dX, float* dWt,
-                             const float* dY, const float* X, const float* Wt, int N, int M, int K, Orientation o) {
+void product_3d_abt_backward(const core::Context& ctx, const comm::Grid3D& cube, float* dX, float* dWt, const float* dY,
+                             const float* X, const float* Wt, int N, int M, int K, Orientation o) {
   check_sizes_abt(cube, N, M, K);
   if (dX == nullptr && dWt == nullptr) return;
   const int q = cube.q(), Nb = N / q, Mb = M / q, Kb = K / q;
   const Lines line = lines(cube, o);
-  const core::Buffer dY_ik = gather_block(ctx, line.in, dY, Nb / q, Mb);  // (N/q, M/q)
-  if (dX != nullptr) {  // dX_ij = Σ_k dY_ik·(Wt)_kj
+  const core::Buffer dY_ik = gather_block(ctx, line.in, dY, Nb / q, Mb);      // (N/q, M/q)
+  if (dX != nullptr) {                                                        // dX_ij = Σ_k dY_ik·(Wt)_kj
     const core::Buffer Wt_kj = gather_block(ctx, line.rows, Wt, Mb / q, Kb);  // (M/q, K/q), again
     core::Buffer partial = scratch(ctx, Nb, Kb);  // (N/q, K/q) = (N/q, M/q)·(M/q, K/q), term k
     core::matmul(ctx, partial.data(), dY_ik.data(), Wt_kj.data(), Nb, Kb, Mb, Trans::no, Trans::no);
     reduce_scatter_add(ctx, line.out, dX, partial.data(), Nb / q, Kb);  // Σ over k; piece k
   }
-  if (dWt != nullptr) {  // (dWt)_kj = Σ_i dY_ikᵀ·X_ij
+  if (dWt != nullptr) {                                                    // (dWt)_kj = Σ_i dY_ikᵀ·X_ij
     const core::Buffer X_ij = gather_block(ctx, line.out, X, Nb / q, Kb);  // (N/q, K/q), again
     core::Buffer partial = scratch(ctx, Mb, Kb);  // (M/q, K/q) = (N/q, M/q)ᵀ·(N/q, K/q), term i
     core::matmul(ctx, partial.data(), dY_ik.data(), X_ij.data(), Mb, Kb, Nb, Trans::yes, Trans::no);

@@ -92,8 +92,8 @@ void product_3d_abt(const core::Context& ctx, const comm::Grid3D& cube, float* Y
 /// dX (N/q², K/q) += this rank's piece of dY·Wt; dWt (M/q², K/q) += its piece of dYᵀ·X; from the
 /// pieces of product_3d_abt. Accumulates; nullptr = not needed. Communication: that of
 /// product_3d_backward(N, M, K, o).
-void product_3d_abt_backward(const core::Context& ctx, const comm::Grid3D& cube, float* dX, float* dWt,
-                             const float* dY, const float* X, const float* Wt, int N, int M, int K,
+void product_3d_abt_backward(const core::Context& ctx, const comm::Grid3D& cube, float* dX, float* dWt, const float* dY,
+                             const float* X, const float* Wt, int N, int M, int K,
                              Orientation o = Orientation::standard);
 
 }  // namespace optimus::tp3d

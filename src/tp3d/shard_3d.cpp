@@ -13,7 +13,8 @@ using model::ShardSpec;
 
 void check_divisible_3d(const model::GPTConfig& c, int q) {
   const std::string qs = std::to_string(q);
-  model::require_widths_divide(c, q, "the 3D layout", "over a cube side of q = " + qs, "run on q×q×q ranks with q dividing");
+  model::require_widths_divide(c, q, "the 3D layout", "over a cube side of q = " + qs,
+                               "run on q×q×q ranks with q dividing");
   const int q2 = q * q;
   if (c.n_embd % q2 == 0) return;
   throw core::ConfigError("the 3D layout cuts the embedding width into q² = " + std::to_string(q2) +

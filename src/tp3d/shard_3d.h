@@ -29,7 +29,8 @@ void check_divisible_3d(const model::GPTConfig& config, int q);
 /// Throws core::ConfigError unless the q² row pieces of the cube can split a pass of B sequences
 /// into whole sequences. `batch` names B in the message (default "the batch B"), `choose` says
 /// what to change.
-void check_batch_divisible_3d(int B, int q, const std::string& batch = "", const std::string& choose = "choose --batch");
+void check_batch_divisible_3d(int B, int q, const std::string& batch = "",
+                              const std::string& choose = "choose --batch");
 
 /// Which of the cube's indices picks the block of a replicated 1-D parameter (and wpe), the one
 /// its q² copies share: j for the residual stream's, k for a branch's; none for the 2-D weights.

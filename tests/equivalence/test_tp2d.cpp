@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/grid.h"
+#include "comm_formula.h"
 #include "compare.h"
 #include "core/memory_ledger.h"
 #include "serial/gpt.h"
@@ -158,13 +159,6 @@ TEST_CASE("2D five AdamW steps with dropout and clipping equal serial and 1D: lo
 
 namespace {
 
-// One expected entry of the communication ledger: calls and bytes of an operation on a communicator.
-struct Expected {
-  const char* comm;
-  comm::CommOp op;
-  int64_t calls, bytes;
-};
-
 // Chapter 3, "Communication per step": per rank and training step (forward, backward, clipping), in
 // floats of 4 bytes unless marked. q = grid side, Nb = N/q, Cb = C/q, Fb = F/q, Vb = ⌈V/q⌉, L layers.
 // A 2D linear with input width K and output width M (weight K×M) costs, per rank:
@@ -181,7 +175,7 @@ struct Expected {
 // bucket ((T_max·C + 13·L·C + 2·C)/q floats: wpe, per block 2 LayerNorms' 4C and biases 3C + C +
 // F + C = 9C, ln_f's 2C); on world, the squared gradient norm (one double).
 // The embedding: one reduce-scatter and one all-gather on col of N·Cb floats each.
-std::vector<Expected> expected_comm(const model::GPTConfig& c, int q, int B, int T) {
+std::vector<equivalence::ExpectedComm> expected_comm(const model::GPTConfig& c, int q, int B, int T) {
   const int64_t L = c.n_layer, C = c.n_embd, F = c.ffn(), N = int64_t{B} * T, Nb = N / q, Cb = C / q;
   const int64_t Vq = int64_t{q} * tp2d::vocab_block(c, q), f = 4;
   const int64_t calls = (8 * L + 2) * q;
@@ -201,23 +195,6 @@ std::vector<Expected> expected_comm(const model::GPTConfig& c, int q, int B, int
   };
 }
 
-const char* op_name(comm::CommOp op) {
-  switch (op) {
-    case comm::CommOp::all_reduce:
-      return "all-reduce";
-    case comm::CommOp::broadcast:
-      return "broadcast";
-    case comm::CommOp::reduce:
-      return "reduce";
-    case comm::CommOp::all_gather:
-      return "all-gather";
-    case comm::CommOp::reduce_scatter:
-      return "reduce-scatter";
-    default:
-      return "other";
-  }
-}
-
 }  // namespace
 
 TEST_CASE("2D communication per training step equals the chapter's formula, per operation and communicator", "[tp2d]") {
@@ -230,20 +207,7 @@ TEST_CASE("2D communication per training step equals the chapter's formula, per 
   make_batch(in, tg, B, T, 2);
   tp2d::GPT par(cfg, core::cpu_context(), 1, g);
   const auto step = equivalence::step_communication(par, world.comm(), in, tg, B, T);
-  bool all_equal = true;
-  int64_t want_calls = 0, want_bytes = 0;
-  for (const Expected& e : expected_comm(cfg, q, B, T)) {
-    const std::string what = std::string(e.comm) + " " + op_name(e.op);
-    equivalence::report_count(tag(g, "ledger: " + what + " calls"), step.calls(e.comm, e.op), e.calls);
-    equivalence::report_count(tag(g, "ledger: " + what + " bytes"), step.bytes(e.comm, e.op), e.bytes);
-    all_equal = all_equal && step.calls(e.comm, e.op) == e.calls && step.bytes(e.comm, e.op) == e.bytes;
-    want_calls += e.calls, want_bytes += e.bytes;
-  }
-  equivalence::report_count(tag(g, "ledger: all calls"), step.calls(), want_calls);
-  equivalence::report_count(tag(g, "ledger: all bytes"), step.bytes(), want_bytes);
-  MPI_REQUIRE(all_equal);
-  MPI_REQUIRE(step.calls() == want_calls);  // and nothing else
-  MPI_REQUIRE(step.bytes() == want_bytes);
+  MPI_REQUIRE(equivalence::ledger_matches(step, expected_comm(cfg, q, B, T), " q=" + std::to_string(q)));
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "comm/grid.h"
+#include "comm_formula.h"
 #include "compare.h"
 #include "core/memory_ledger.h"
 #include "cube_pieces.h"
@@ -36,9 +37,16 @@ model::GPTConfig config_for(int q, float dropout) {
   return c;
 }
 
-std::string tag(const comm::Grid3D& cube, const std::string& what) {
-  return what + " q=" + std::to_string(cube.q());
-}
+// The world as a cube, the model for its q, and the batch size: what every test case starts from.
+struct Cube {
+  comm::Grid3D cube{mpi_test::world().comm()};
+  int q = cube.q();
+  model::GPTConfig cfg;
+  int B = 2 * q * q, T = 16;
+
+  explicit Cube(float dropout) : cfg(config_for(q, dropout)) {}
+  std::string tag(const std::string& what) const { return what + " q=" + std::to_string(q); }
+};
 
 double relative(double a, double b) {
   return std::abs(a - b) / std::abs(b);
@@ -51,8 +59,8 @@ auto values = [](const model::ParamTensor& t) { return t.value.data(); };
 
 TEST_CASE("3D initial parameters, gathered, are bitwise equal to serial", "[tp3d]") {
   auto& world = mpi_test::world();
-  comm::Grid3D cube(world.comm());
-  const auto cfg = config_for(cube.q(), 0.0f);
+  const Cube c(0.0f);
+  const auto& [cube, q, cfg, B, T] = c;
   tp3d::GPT par(cfg, core::cpu_context(), 42, cube);
   serial::GPT ser(cfg, core::cpu_context(), 42);
   bool equal = true;
@@ -62,16 +70,15 @@ TEST_CASE("3D initial parameters, gathered, are bitwise equal to serial", "[tp3d
     equal = equal && model::gather_canonical(t, t.value.data(), world.comm(), par.spec_of()) ==
                          copy(s.value.data(), s.value.numel());
   }
-  report(tag(cube, "L3 3D initial parameters bitwise equal to serial (1 = yes)"), equal ? 1.0 : 0.0);
+  report(c.tag("L3 3D initial parameters bitwise equal to serial (1 = yes)"), equal ? 1.0 : 0.0);
   MPI_REQUIRE(equal);
 }
 
 TEST_CASE("3D one step with dropout equals serial: loss, logits and every gradient", "[tp3d]") {
   auto& world = mpi_test::world();
-  comm::Grid3D cube(world.comm());
-  const int q = cube.q();
-  const auto cfg = config_for(q, 0.1f);
-  const int B = 2 * q * q, T = 16, N = B * T, V = cfg.vocab_size, Vp = tp3d::vocab_piece(cfg, q) * q * q;
+  const Cube c(0.1f);
+  const auto& [cube, q, cfg, B, T] = c;
+  const int N = B * T, V = cfg.vocab_size, Vp = tp3d::vocab_piece(cfg, q) * q * q;
   std::vector<int> in, tg;
   make_batch(in, tg, B, T, 1);
   tp3d::GPT par(cfg, core::cpu_context(), 7, cube);
@@ -81,17 +88,17 @@ TEST_CASE("3D one step with dropout equals serial: loss, logits and every gradie
   par.backward(), ser.backward();
 
   const double loss_err = relative(l3, ls);
-  report(tag(cube, "L4 loss relative error, 3D vs serial"), loss_err);
+  report(c.tag("L4 loss relative error, 3D vs serial"), loss_err);
   // The logits pieces (N/q², Vp/q) are a product's Y: rows piece i·q + j, vocabulary block k.
   const auto& logits_piece = par.activations().logits;
   const auto logits = equivalence::first_columns(
       equivalence::gather_pieces(cube, copy(logits_piece.data(), logits_piece.numel()), N, Vp, Operand::Y), N, Vp, V);
   const double logit_err = rel_error(logits, copy(ser.activations().logits.data(), int64_t{N} * V));
-  report(tag(cube, "L4 logits relative error, 3D vs serial"), logit_err);
-  const double grad_err = equivalence::worst_param_error(par.params(), ser.params(), world.comm(), par.spec_of(),
-                                                         grads, tag(cube, "L4 gradient relative error, 3D vs serial"));
+  report(c.tag("L4 logits relative error, 3D vs serial"), logit_err);
+  const double grad_err = equivalence::worst_param_error(par.params(), ser.params(), world.comm(), par.spec_of(), grads,
+                                                         c.tag("L4 gradient relative error, 3D vs serial"));
   const float n3 = par.clip_gradients(0.0f), ns = ser.clip_gradients(0.0f);
-  report(tag(cube, "L4 gradient norm relative error, 3D vs serial"), relative(n3, ns));
+  report(c.tag("L4 gradient norm relative error, 3D vs serial"), relative(n3, ns));
   MPI_REQUIRE(loss_err <= 1e-5);
   MPI_REQUIRE(logit_err <= 1e-5);
   MPI_REQUIRE(grad_err <= 1e-4);
@@ -100,10 +107,8 @@ TEST_CASE("3D one step with dropout equals serial: loss, logits and every gradie
 
 TEST_CASE("3D five AdamW steps with dropout and clipping equal serial: losses and weights", "[tp3d]") {
   auto& world = mpi_test::world();
-  comm::Grid3D cube(world.comm());
-  const int q = cube.q();
-  const auto cfg = config_for(q, 0.1f);
-  const int B = 2 * q * q, T = 16;
+  const Cube c(0.1f);
+  const auto& [cube, q, cfg, B, T] = c;
   tp3d::GPT par(cfg, core::cpu_context(), 5, cube);
   serial::GPT ser(cfg, core::cpu_context(), 5);
   train::AdamWOptions ao;
@@ -120,19 +125,16 @@ TEST_CASE("3D five AdamW steps with dropout and clipping equal serial: losses an
     par.clip_gradients(0.5f), ser.clip_gradients(0.5f);
     opt3.update(par.params(), 3e-3f), opts.update(ser.params(), 3e-3f);
   }
-  report(tag(cube, "L5 worst loss relative error over 5 steps, 3D vs serial"), worst);
+  report(c.tag("L5 worst loss relative error over 5 steps, 3D vs serial"), worst);
   const double w_err = equivalence::worst_param_error(par.params(), ser.params(), world.comm(), par.spec_of(), values,
-                                                      tag(cube, "L5 weight relative error, 3D vs serial"));
+                                                      c.tag("L5 weight relative error, 3D vs serial"));
   MPI_REQUIRE(worst <= 1e-4);
   MPI_REQUIRE(w_err <= 1e-4);
 }
 
 TEST_CASE("3D recomputation is bitwise the run without it: loss and every gradient", "[tp3d]") {
-  auto& world = mpi_test::world();
-  comm::Grid3D cube(world.comm());
-  const int q = cube.q();
-  const auto cfg = config_for(q, 0.1f);
-  const int B = 2 * q * q, T = 16;
+  const Cube c(0.1f);
+  const auto& [cube, q, cfg, B, T] = c;
   std::vector<int> in, tg;
   make_batch(in, tg, B, T, 6);
   tp3d::GPT kept(cfg, core::cpu_context(), 9, cube, {.recompute = model::Recompute::none});
@@ -145,18 +147,11 @@ TEST_CASE("3D recomputation is bitwise the run without it: loss and every gradie
     const auto& a = kept.params().tensors[t].grad;
     same = same && copy(a.data(), a.numel()) == copy(redone.params().tensors[t].grad.data(), a.numel());
   }
-  report(tag(cube, "recompute: loss and gradients bitwise equal (1 = yes)"), same ? 1.0 : 0.0);
+  report(c.tag("recompute: loss and gradients bitwise equal (1 = yes)"), same ? 1.0 : 0.0);
   MPI_REQUIRE(same);
 }
 
 namespace {
-
-// One expected entry of the communication ledger: calls and bytes of an operation on a communicator.
-struct Expected {
-  const char* comm;
-  comm::CommOp op;
-  int64_t calls, bytes;
-};
 
 // Chapter 7, "Communication per step": per rank and training step (forward, backward, clipping), in
 // floats of 4 bytes unless marked; an all-gather or reduce-scatter counts its whole block. q = cube
@@ -178,7 +173,7 @@ struct Expected {
 // + F)/q. On depth, the loss's 3 (N/q² each) and the bucket of the residual stream's parameters
 // shared by (i, k), (T_max·C + 6L·C + 2C)/q. On col, the loss's sum (one double) and the bucket of
 // every replicated parameter, (T_max·C + 13L·C + 2C)/q. On world, the squared gradient norm (one double).
-std::vector<Expected> expected_comm(const model::GPTConfig& c, int q, int B, int T) {
+std::vector<equivalence::ExpectedComm> expected_comm(const model::GPTConfig& c, int q, int B, int T) {
   const int64_t L = c.n_layer, C = c.n_embd, F = c.ffn(), N = int64_t{B} * T, q2 = int64_t{q} * q, f = 4;
   const int64_t Vp = int64_t{tp3d::vocab_piece(c, q)} * q2, Nl = N / q2, Tm = c.n_positions;
   const int64_t col_gemm = (L * (4 * C * C + 2 * C * F) + C * Vp) / q2;
@@ -189,53 +184,25 @@ std::vector<Expected> expected_comm(const model::GPTConfig& c, int q, int B, int
       {"cube_row", comm::CommOp::reduce_scatter, 4 * L + 1, f * Nl * (L * (4 * C + 2 * F) + Vp)},
       {"cube_col", comm::CommOp::all_gather, 8 * L + 3, f * (2 * col_gemm + N * C / q)},
       {"cube_col", comm::CommOp::reduce_scatter, 4 * L + 2, f * (col_gemm + N * C / q)},
-      {"cube_row", comm::CommOp::all_reduce, 3 * (2 * L + 1) + 2, f * (2 * L + 1) * 4 * Nl + 8 + f * L * (3 * C + F) / q},
+      {"cube_row", comm::CommOp::all_reduce, 3 * (2 * L + 1) + 2,
+       f * (2 * L + 1) * 4 * Nl + 8 + f * L * (3 * C + F) / q},
       {"cube_depth", comm::CommOp::all_reduce, 4, f * 3 * Nl + f * (Tm * C + 6 * L * C + 2 * C) / q},
       {"cube_col", comm::CommOp::all_reduce, 2, 8 + f * (Tm * C + 13 * L * C + 2 * C) / q},
       {"world", comm::CommOp::all_reduce, 1, 8},
   };
 }
 
-const char* op_name(comm::CommOp op) {
-  switch (op) {
-    case comm::CommOp::all_reduce:
-      return "all-reduce";
-    case comm::CommOp::all_gather:
-      return "all-gather";
-    case comm::CommOp::reduce_scatter:
-      return "reduce-scatter";
-    default:
-      return "other";
-  }
-}
-
 }  // namespace
 
-TEST_CASE("3D communication per training step equals the chapter's formula, per operation and communicator",
-          "[tp3d]") {
+TEST_CASE("3D communication per training step equals the chapter's formula, per operation and communicator", "[tp3d]") {
   auto& world = mpi_test::world();
-  comm::Grid3D cube(world.comm());
-  const int q = cube.q();
-  const auto cfg = config_for(q, 0.1f);
-  const int B = 2 * q * q, T = 16;
+  const Cube c(0.1f);
+  const auto& [cube, q, cfg, B, T] = c;
   std::vector<int> in, tg;
   make_batch(in, tg, B, T, 2);
   tp3d::GPT par(cfg, core::cpu_context(), 1, cube);
   const auto step = equivalence::step_communication(par, world.comm(), in, tg, B, T);
-  bool all_equal = true;
-  int64_t want_calls = 0, want_bytes = 0;
-  for (const Expected& e : expected_comm(cfg, q, B, T)) {
-    const std::string what = std::string(e.comm) + " " + op_name(e.op);
-    equivalence::report_count(tag(cube, "ledger: " + what + " calls"), step.calls(e.comm, e.op), e.calls);
-    equivalence::report_count(tag(cube, "ledger: " + what + " bytes"), step.bytes(e.comm, e.op), e.bytes);
-    all_equal = all_equal && step.calls(e.comm, e.op) == e.calls && step.bytes(e.comm, e.op) == e.bytes;
-    want_calls += e.calls, want_bytes += e.bytes;
-  }
-  equivalence::report_count(tag(cube, "ledger: all calls"), step.calls(), want_calls);
-  equivalence::report_count(tag(cube, "ledger: all bytes"), step.bytes(), want_bytes);
-  MPI_REQUIRE(all_equal);
-  MPI_REQUIRE(step.calls() == want_calls);  // and nothing else
-  MPI_REQUIRE(step.bytes() == want_bytes);
+  MPI_REQUIRE(equivalence::ledger_matches(step, expected_comm(cfg, q, B, T), " q=" + std::to_string(q)));
 }
 
 namespace {
@@ -255,11 +222,8 @@ int64_t activations_3d(const model::GPTConfig& c, int q, int B, int T) {
 }  // namespace
 
 TEST_CASE("3D activation memory per rank equals the chapter's formula", "[tp3d]") {
-  auto& world = mpi_test::world();
-  comm::Grid3D cube(world.comm());
-  const int q = cube.q();
-  const auto cfg = config_for(q, 0.1f);
-  const int B = 2 * q * q, T = 16;
+  const Cube c(0.1f);
+  const auto& [cube, q, cfg, B, T] = c;
   std::vector<int> in, tg;
   make_batch(in, tg, B, T, 4);
   core::MemoryLedger ledger;
@@ -267,6 +231,6 @@ TEST_CASE("3D activation memory per rank equals the chapter's formula", "[tp3d]"
   par.forward(in.data(), tg.data(), B, T, 0);
   const int64_t got = static_cast<int64_t>(ledger.peak(core::MemoryCategory::activations));
   const int64_t want = 4 * activations_3d(cfg, q, B, T);
-  equivalence::report_count(tag(cube, "ledger: 3D activation bytes per rank"), got, want);
+  equivalence::report_count(c.tag("ledger: 3D activation bytes per rank"), got, want);
   MPI_REQUIRE(got == want);
 }

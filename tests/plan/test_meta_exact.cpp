@@ -36,7 +36,7 @@ model::GPTConfig prime_vocabulary() {
   return c;
 }
 
-constexpr int kBatch = 6;  // a multiple of q = 2 and 3
+constexpr int kBatch = 6;    // a multiple of q = 2 and 3
 constexpr int kBatch3d = 8;  // a multiple of q² = 4 (both shapes' C divides by q² = 4 and NH by q = 2)
 
 std::vector<int> tokens(int64_t n, int vocab, uint32_t salt) {
@@ -130,8 +130,9 @@ void require_meta_equals_cpu(const std::string& layout, const model::GPTConfig& 
   }
   {
     auto world = train::meta_world(train::parse_layout(layout), P, rank, meta.comm);
-    on_meta = plan::run_training_step(train::parse_layout(layout), config, core::meta_context(meta.memory, &meta.ops, omp_get_max_threads()),
-                                      *world, options, inputs.data(), targets.data());
+    on_meta = plan::run_training_step(train::parse_layout(layout), config,
+                                      core::meta_context(meta.memory, &meta.ops, omp_get_max_threads()), *world,
+                                      options, inputs.data(), targets.data());
   }
 
   MPI_REQUIRE((std::isfinite(on_cpu.loss) && std::isfinite(on_cpu.norm)));
