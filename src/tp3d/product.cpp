@@ -60,72 +60,77 @@ Lines lines(const comm::Grid3D& cube, Orientation o) {
   return {cube.depth_comm(), cube.row_comm(), cube.col_comm()};
 }
 
+namespace {
+
+// The forward pass of Y = X·op(W): op(W) = W, given as its pieces W_jk (K/q², M/q) (tw = no), or
+// W = Wtᵀ, given as Wt's pieces (M/q², K/q) (tw = yes). Blocks are named as in the standard
+// orientation (in = row: j, out = depth: k, rows = col: i).
+void forward(const core::Context& ctx, const comm::Grid3D& cube, float* Y, const float* X, const float* W, int N, int M,
+             int K, Orientation o, Trans tw) {
+  const int q = cube.q(), Nb = N / q, Mb = M / q, Kb = K / q;
+  const Lines line = lines(cube, o);
+  const core::Buffer X_ij = gather_block(ctx, line.out, X, Nb / q, Kb);                     // (N/q, K/q)
+  const core::Buffer W_jk = tw == Trans::no ? gather_block(ctx, line.rows, W, Kb / q, Mb)   // (K/q, M/q)
+                                            : gather_block(ctx, line.rows, W, Mb / q, Kb);  // its transpose
+  core::Buffer partial = scratch(ctx, Nb, Mb);  // (N/q, M/q): X_ij·W_jk, term j of Y_ik
+  core::matmul(ctx, partial.data(), X_ij.data(), W_jk.data(), Nb, Mb, Kb, Trans::no, tw);
+  line.in.reduce_scatter(Y, partial.data(), int64_t{Nb / q} * Mb);  // Σ over j; piece j of Y_ik
+}
+
+// Its backward, the adjoints; dW is stored as W is (W_jk's pieces, or Wt's).
+void backward(const core::Context& ctx, const comm::Grid3D& cube, float* dX, float* dW, const float* dY, const float* X,
+              const float* W, int N, int M, int K, Orientation o, Trans tw) {
+  if (dX == nullptr && dW == nullptr) return;
+  const int q = cube.q(), Nb = N / q, Mb = M / q, Kb = K / q;
+  const Lines line = lines(cube, o);
+  // The adjoint of the forward's reduce-scatter along `in`: every term of Y_ik has all of dY_ik.
+  const core::Buffer dY_ik = gather_block(ctx, line.in, dY, Nb / q, Mb);  // (N/q, M/q)
+  if (dX != nullptr) {  // dX_ij = Σ_k dY_ik·W_jkᵀ; the adjoint of gathering X_ij along `out`
+    const core::Buffer W_jk = tw == Trans::no ? gather_block(ctx, line.rows, W, Kb / q, Mb)   // again
+                                              : gather_block(ctx, line.rows, W, Mb / q, Kb);  // Wt_kj
+    core::Buffer partial = scratch(ctx, Nb, Kb);                                              // (N/q, K/q), term k
+    core::matmul(ctx, partial.data(), dY_ik.data(), W_jk.data(), Nb, Kb, Mb, Trans::no,
+                 tw == Trans::no ? Trans::yes : Trans::no);
+    reduce_scatter_add(ctx, line.out, dX, partial.data(), Nb / q, Kb);  // Σ over k; piece k
+  }
+  if (dW != nullptr) {  // dW_jk = Σ_i X_ijᵀ·dY_ik; the adjoint of gathering W_jk along `rows`
+    const core::Buffer X_ij = gather_block(ctx, line.out, X, Nb / q, Kb);  // (N/q, K/q), again
+    if (tw == Trans::no) {
+      core::Buffer partial = scratch(ctx, Kb, Mb);  // (K/q, M/q) = (N/q, K/q)ᵀ·(N/q, M/q), term i
+      core::matmul(ctx, partial.data(), X_ij.data(), dY_ik.data(), Kb, Mb, Nb, Trans::yes, Trans::no);
+      reduce_scatter_add(ctx, line.rows, dW, partial.data(), Kb / q, Mb);  // Σ over i; piece i
+    } else {
+      core::Buffer partial = scratch(ctx, Mb, Kb);  // its transpose, (M/q, K/q) = (N/q, M/q)ᵀ·(N/q, K/q)
+      core::matmul(ctx, partial.data(), dY_ik.data(), X_ij.data(), Mb, Kb, Nb, Trans::yes, Trans::no);
+      reduce_scatter_add(ctx, line.rows, dW, partial.data(), Mb / q, Kb);
+    }
+  }
+}
+
+}  // namespace
+
 void product_3d(const core::Context& ctx, const comm::Grid3D& cube, float* Y, const float* X, const float* W, int N,
                 int M, int K, Orientation o) {
   check_sizes(cube, N, M, K);
-  const int q = cube.q(), Nb = N / q, Mb = M / q, Kb = K / q;
-  // Blocks are named as in the standard orientation (in = row: j, out = depth: k, rows = col: i).
-  const Lines line = lines(cube, o);
-  const core::Buffer X_ij = gather_block(ctx, line.out, X, Nb / q, Kb);   // (N/q, K/q)
-  const core::Buffer W_jk = gather_block(ctx, line.rows, W, Kb / q, Mb);  // (K/q, M/q)
-  core::Buffer partial = scratch(ctx, Nb, Mb);                            // (N/q, M/q): X_ij·W_jk, term j of Y_ik
-  core::matmul(ctx, partial.data(), X_ij.data(), W_jk.data(), Nb, Mb, Kb, Trans::no, Trans::no);
-  line.in.reduce_scatter(Y, partial.data(), int64_t{Nb / q} * Mb);  // Σ over j; piece j of Y_ik
+  forward(ctx, cube, Y, X, W, N, M, K, o, Trans::no);
 }
 
 void product_3d_backward(const core::Context& ctx, const comm::Grid3D& cube, float* dX, float* dW, const float* dY,
                          const float* X, const float* W, int N, int M, int K, Orientation o) {
   check_sizes(cube, N, M, K);
-  if (dX == nullptr && dW == nullptr) return;
-  const int q = cube.q(), Nb = N / q, Mb = M / q, Kb = K / q;
-  const Lines line = lines(cube, o);  // blocks named as in the standard orientation, as above
-  // The adjoint of the forward's reduce-scatter along `in`: every term of Y_ik has all of dY_ik.
-  const core::Buffer dY_ik = gather_block(ctx, line.in, dY, Nb / q, Mb);  // (N/q, M/q)
-  if (dX != nullptr) {  // dX_ij = Σ_k dY_ik·W_jkᵀ; the adjoint of gathering X_ij along `out`
-    const core::Buffer W_jk = gather_block(ctx, line.rows, W, Kb / q, Mb);  // (K/q, M/q), again
-    core::Buffer partial = scratch(ctx, Nb, Kb);  // (N/q, K/q) = (N/q, M/q)·(K/q, M/q)ᵀ, term k
-    core::matmul(ctx, partial.data(), dY_ik.data(), W_jk.data(), Nb, Kb, Mb, Trans::no, Trans::yes);
-    reduce_scatter_add(ctx, line.out, dX, partial.data(), Nb / q, Kb);  // Σ over k; piece k
-  }
-  if (dW != nullptr) {  // dW_jk = Σ_i X_ijᵀ·dY_ik; the adjoint of gathering W_jk along `rows`
-    const core::Buffer X_ij = gather_block(ctx, line.out, X, Nb / q, Kb);  // (N/q, K/q), again
-    core::Buffer partial = scratch(ctx, Kb, Mb);  // (K/q, M/q) = (N/q, K/q)ᵀ·(N/q, M/q), term i
-    core::matmul(ctx, partial.data(), X_ij.data(), dY_ik.data(), Kb, Mb, Nb, Trans::yes, Trans::no);
-    reduce_scatter_add(ctx, line.rows, dW, partial.data(), Kb / q, Mb);  // Σ over i; piece i
-  }
+  backward(ctx, cube, dX, dW, dY, X, W, N, M, K, o, Trans::no);
 }
 
 void product_3d_abt(const core::Context& ctx, const comm::Grid3D& cube, float* Y, const float* X, const float* Wt,
                     int N, int M, int K, Orientation o) {
   check_sizes_abt(cube, N, M, K);
-  const int q = cube.q(), Nb = N / q, Mb = M / q, Kb = K / q;
-  const Lines line = lines(cube, o);                                     // blocks named as in the standard orientation
-  const core::Buffer X_ij = gather_block(ctx, line.out, X, Nb / q, Kb);  // (N/q, K/q)
-  const core::Buffer Wt_kj = gather_block(ctx, line.rows, Wt, Mb / q, Kb);  // (M/q, K/q) = W_jkᵀ
-  core::Buffer partial = scratch(ctx, Nb, Mb);                              // (N/q, M/q) = X_ij·W_jk, term j of Y_ik
-  core::matmul(ctx, partial.data(), X_ij.data(), Wt_kj.data(), Nb, Mb, Kb, Trans::no, Trans::yes);
-  line.in.reduce_scatter(Y, partial.data(), int64_t{Nb / q} * Mb);  // Σ over j; piece j of Y_ik
+  forward(ctx, cube, Y, X, Wt, N, M, K, o, Trans::yes);
 }
 
 void product_3d_abt_backward(const core::Context& ctx, const comm::Grid3D& cube, float* dX, float* dWt, const float* dY,
                              const float* X, const float* Wt, int N, int M, int K, Orientation o) {
   check_sizes_abt(cube, N, M, K);
-  if (dX == nullptr && dWt == nullptr) return;
-  const int q = cube.q(), Nb = N / q, Mb = M / q, Kb = K / q;
-  const Lines line = lines(cube, o);
-  const core::Buffer dY_ik = gather_block(ctx, line.in, dY, Nb / q, Mb);      // (N/q, M/q)
-  if (dX != nullptr) {                                                        // dX_ij = Σ_k dY_ik·(Wt)_kj
-    const core::Buffer Wt_kj = gather_block(ctx, line.rows, Wt, Mb / q, Kb);  // (M/q, K/q), again
-    core::Buffer partial = scratch(ctx, Nb, Kb);  // (N/q, K/q) = (N/q, M/q)·(M/q, K/q), term k
-    core::matmul(ctx, partial.data(), dY_ik.data(), Wt_kj.data(), Nb, Kb, Mb, Trans::no, Trans::no);
-    reduce_scatter_add(ctx, line.out, dX, partial.data(), Nb / q, Kb);  // Σ over k; piece k
-  }
-  if (dWt != nullptr) {                                                    // (dWt)_kj = Σ_i dY_ikᵀ·X_ij
-    const core::Buffer X_ij = gather_block(ctx, line.out, X, Nb / q, Kb);  // (N/q, K/q), again
-    core::Buffer partial = scratch(ctx, Mb, Kb);  // (M/q, K/q) = (N/q, M/q)ᵀ·(N/q, K/q), term i
-    core::matmul(ctx, partial.data(), dY_ik.data(), X_ij.data(), Mb, Kb, Nb, Trans::yes, Trans::no);
-    reduce_scatter_add(ctx, line.rows, dWt, partial.data(), Mb / q, Kb);  // Σ over i; piece i
-  }
+  backward(ctx, cube, dX, dWt, dY, X, Wt, N, M, K, o, Trans::yes);
 }
 
 }  // namespace optimus::tp3d
