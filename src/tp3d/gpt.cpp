@@ -28,7 +28,6 @@ GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed
     : Stage(config, ctx, seed, memory), cube_(cube), q_(cube.q()), i_(cube.i()), j_(cube.j()), k_(cube.k()) {
   if (memory.sequence_parallel)
     throw std::invalid_argument("tp3d::GPT: sequence parallelism is a mode of the 1D stage");
-  if (memory.overlap) throw std::invalid_argument("tp3d::GPT: overlap is a mode of the 2D stage's SUMMA");
   check_divisible_3d(config_, q_);
   Vp_ = vocab_piece(config_, q_) * q_ * q_;
   const int q = q_, i = i_, j = j_, k = k_;

@@ -23,8 +23,9 @@ class GPT final : public model::Stage {
  public:
   /// Collective-free: checks divisibility (ConfigError) and initialises this rank's shards from
   /// Philox, so the gathered model equals serial::GPT's under the same seed, bit for bit.
-  /// memory.recompute chooses what the forward pass keeps; sequence parallelism (a 1D mode) and
-  /// overlap (2D's SUMMA) are std::invalid_argument here.
+  /// memory.recompute chooses what the forward pass keeps; sequence parallelism (a 1D mode) is
+  /// std::invalid_argument here, and overlap changes nothing in the stage (it hides 2D's SUMMA and
+  /// data parallelism's sums, which wrap any stage).
   GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed, const comm::Grid3D& cube,
       const model::StageOptions& memory = {});
 
