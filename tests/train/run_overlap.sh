@@ -3,7 +3,7 @@
 # and data parallelism sums each block's gradients while the backward pass goes on. Training with it
 # must write the same bits as without (dropout on, AdamW with clipping, 3 steps): 2D on 2×2 and on
 # 3×3, and data parallelism of every layout — 4 × serial, 2 × 1D on 2 ranks with accumulation over
-# 2 micro-batches, 2 × 2D on 2×2 (8 processes).
+# 2 micro-batches, 2 × 2D on 2×2 (8 processes), 2 × 3D on 2×2×2 (16 processes) with accumulation.
 # Usage: run_overlap.sh OPTIMUS MPIEXEC
 set -euo pipefail
 optimus=$1 mpiexec=$2
@@ -25,4 +25,5 @@ both 2d-q3 9 --layout 2d --batch 6
 both dp4-serial 4 --data-parallel 4 --batch 8
 both dp2-1d-accum2 4 --layout 1d --data-parallel 2 --grad-accum 2 --batch 8
 both dp2-2d 8 --layout 2d --data-parallel 2 --batch 8
+both dp2-3d-accum2 16 --layout 3d --data-parallel 2 --grad-accum 2 --batch 16
 exit $status
