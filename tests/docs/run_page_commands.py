@@ -87,6 +87,7 @@ EXCEPTIONS = [
     (r"\bscripts/bench(_1d|_2d)?\.sh\b(?!.*--report)", "a benchmark of several minutes that no flag scales down"),
     (r"\bscripts/(validate_time_model|bench_cluster|compare_tokenizers|calibrate)\b(?!.*--quick)",
      "a measurement of minutes (calibration, benchmarks) that no flag scales down"),
+    (r"\bscripts/bench_3d\b(?!.*--report)", "a measurement of minutes, as root on the emulated cluster"),
     (r"\bscripts/bench_ab\b", "builds two revisions from git and times them for minutes (the copy has no git)"),
     (r"^scripts/test\b", "runs the whole test suite, this test included"),
     (r"\bctest\b", "runs tests of this suite, which ctest runs on its own (this one included)"),
