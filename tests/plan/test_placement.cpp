@@ -1,7 +1,8 @@
 // The time model sees where the 2D grid's positions sit: with q = 4 and 4 ranks per node, row-major
 // puts each grid row on one node (rows inside nodes, columns across 4), and the Optimus code's 2×2
 // blocks put a 2×2 block on each node (rows and columns each across 2 nodes). Nodes are filled in
-// world-rank order (rank r on node r / ranks_per_node) whatever the placement.
+// world-rank order (rank r on node r / ranks_per_node) whatever the placement. And the 3D cube's three
+// lines, as comm::Grid3D numbers its ranks.
 #include <catch2/catch.hpp>
 
 #include <set>
@@ -82,4 +83,19 @@ TEST_CASE("placement: with 2 data-parallel copies each copy is placed alike, its
   CHECK(plan::group_of(two, "row", 5) == std::vector<int>{5, 7});
   CHECK(plan::group_of(two, "col", 5) == std::vector<int>{4, 5});
   CHECK(plan::group_of(two, "data", 5) == std::vector<int>{1, 5});
+}
+
+TEST_CASE("placement: the cube's lines are the ranks comm::Grid3D puts on them, per copy", "[placement]") {
+  // q = 2 and 2 copies: rank d·8 + (i·2 + j)·2 + k. Rank 13 is copy 1, (i, j, k) = (1, 0, 1).
+  const plan::Placement cube{.layout = train::Layout::tp3d, .ranks = 8, .ranks_per_node = 4, .data_parallel = 2};
+  CHECK(plan::group_of(cube, "cube_row", 13) == std::vector<int>{13, 15});    // j varies: stride q
+  CHECK(plan::group_of(cube, "cube_col", 13) == std::vector<int>{9, 13});     // i varies: stride q²
+  CHECK(plan::group_of(cube, "cube_depth", 13) == std::vector<int>{12, 13});  // k varies: stride 1
+  CHECK(plan::group_of(cube, "data", 13) == std::vector<int>{5, 13});
+  // With 4 ranks a node, the depth and the row stay on one node, the column crosses two.
+  for (int r = 0; r < 16; ++r) {
+    CHECK(nodes(plan::group_of(cube, "cube_depth", r), 4).size() == 1);
+    CHECK(nodes(plan::group_of(cube, "cube_row", r), 4).size() == 1);
+    CHECK(nodes(plan::group_of(cube, "cube_col", r), 4).size() == 2);
+  }
 }

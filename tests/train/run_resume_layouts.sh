@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # L6 across layouts. Mode 2d: a 2D run on 4 ranks saved after 3 of 6 steps and resumed in 2D on
 # 4 ranks continues bitwise identically (weights, AdamW moments, losses; dropout on); resumed in
-# serial and in 1D on 2 ranks it continues correctly: the losses of steps 4-6 and the final
-# model's evaluation loss within 1e-5 (relative) of the straight 2D run.
+# serial, in 1D on 2 ranks and in 3D on 8 it continues correctly: the losses of steps 4-6 and the
+# final model's evaluation loss within 1e-5 (relative) of the straight 2D run.
 # Mode memory (chapter 5): the same for a run of 1D with sequence parallelism and recomputation on
 # 4 ranks, resumed in that layout (bitwise), in serial with recomputation and in 2D on 4 ranks;
 # and the straight run without recomputation ends with the same bytes as the one with it.
@@ -34,7 +34,7 @@ else
   name="2d"
   serial_memory=()
   layout=(-np 4 "$optimus" train --layout 2d)
-  others=(serial 1d)
+  others=(serial 1d 3d)
 fi
 "$mpiexec" "${layout[@]}" "${common[@]}" --checkpoint-interval 3 --keep 0 --out "$tmp/straight"
 "$mpiexec" "${layout[@]}" "${common[@]}" --resume "$tmp/straight/step_000003" --out "$tmp/same"
@@ -46,6 +46,8 @@ for run in "${others[@]}"; do
           --out "$tmp/1d" ;;
     2d) "$mpiexec" -np 4 "$optimus" train --layout 2d "${common[@]}" --resume "$tmp/straight/step_000003" \
           --out "$tmp/2d" ;;
+    3d) "$mpiexec" -np 8 "$optimus" train --layout 3d "${common[@]}" --resume "$tmp/straight/step_000003" \
+          --out "$tmp/3d" ;;
   esac
 done
 
