@@ -21,9 +21,11 @@ void check_sequence_length(const GPTConfig& config, int T);
 /// sequences [b0, b0 + Bl), so the rows [b0·T, (b0 + Bl)·T) of every (B·T, C) activation, and its
 /// columns [c0, c0 + Cl); of the attention probabilities (B, NH, T, T), those sequences' heads
 /// [h0, h0 + NHl). Serial holds everything; 1D all rows and columns and its head group; 2D batch
-/// block i, C block j and head group j. The residual stream (the LayerNorms, the residual adds and
-/// their dropouts) is the rows [n0, n0 + Nl): the sequences' rows b0·T … (b0 + Bl)·T, except with
-/// 1D sequence parallelism, where rank r holds the r-th of p equal slices of the B·T rows.
+/// block i, C block j and head group j; 3D the sequences of row piece i·q + j, C block j and head
+/// group k. The residual stream (the LayerNorms, the residual adds and their dropouts) is the rows
+/// [n0, n0 + Nl): the sequences' rows b0·T … (b0 + Bl)·T, except with 1D sequence parallelism,
+/// where rank r holds the r-th of p equal slices of the B·T rows, and in 3D, where it is row piece
+/// i·q + k.
 struct RankSlice {
   int64_t B = 0, T = 0;     // the whole batch
   int64_t b0 = 0, Bl = 0;   // my sequences

@@ -1,7 +1,8 @@
 // The buffers of every stage's forward and backward pass, and their one allocation (chapters 1, 2,
-// 3 and 5). The three stages keep the same activations in the same structs; they differ only in
+// 3, 5 and 7). The four stages keep the same activations in the same structs; they differ only in
 // how large each rank's piece of them is, which a stage states once as its LocalShapes. The shape
-// comments below are in the symbols of this table (N = B·T; p ranks in 1D, a q×q grid in 2D):
+// comments below are in the symbols of this table (N = B·T; p ranks in 1D, a q×q grid in 2D, a
+// q×q×q cube in 3D, whose vocabulary Vp = q²·⌈V/q²⌉):
 //
 //             residual stream   attention    inside a branch         logits     targets
 //             (Nl, Cl)          (Bl, NHl)    (Nr, Cr), (Nr, Fr)      (Nr, Vr)   (Bl, T)
@@ -9,9 +10,11 @@
 //   1D        (N, C)            (B, NH/p)    (N, C/p), (N, F/p)      (N, ⌈V/p⌉) (B, T)
 //   1D + SP   (N/p, C)          (B, NH/p)    (N, C/p), (N, F/p)      (N, ⌈V/p⌉) (B, T)
 //   2D        (N/q, C/q)        (B/q, NH/q)  (N/q, C/q), (N/q, F/q)  (N/q, ⌈V/q⌉) (B/q, T)
+//   3D        (N/q², C/q)       (B/q², NH/q) (N/q², C/q), (N/q², F/q) (N/q², Vp/q) (B/q², T)
 //
 // Inside a branch means between its column-split and its row-split linear (qkv, atty, fch): rows
-// Nr = Bl·T, the rank's sequences, whatever the residual stream's split.
+// Nr = Bl·T, the rank's sequences, whatever the residual stream's split (in 3D they are other
+// sequences than the residual stream's: rows piece i·q + j against i·q + k).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +33,7 @@ struct LocalShapes {
   RankSlice mine;              // of the batch (B, T): the residual stream (Nl, Cl), attention (Bl, NHl)
   int64_t Cr = 0, Fr = 0;      // inside a branch: qkv (Nr, 3Cr), atty (Nr, Cr), fch (Nr, Fr)
   int64_t Vr = 0;              // logits (Nr, Vr): this rank's vocabulary columns
-  bool target_logits = false;  // a vocab-parallel loss keeps each row's target logit (1D, 2D)
+  bool target_logits = false;  // a vocab-parallel loss keeps each row's target logit (1D, 2D, 3D)
   // Whether encoded and the L block outputs are allocated: 1D's distributed checkpoints keep the
   // blocks' inputs split over the ranks instead, in buffers of its own (tp1d/gpt.h).
   bool block_inputs = true;

@@ -1,7 +1,7 @@
 // What every stage's GPT is to the code that trains, evaluates, checkpoints and plans it: a forward
-// pass, a backward pass, clipping, the parameters and how they are sharded. The three stages
-// (serial::GPT, tp1d::GPT, tp2d::GPT) implement it, each with its own layout of the same canonical
-// model; the trainer, the benchmark and the planner are written once against it. This and
+// pass, a backward pass, clipping, the parameters and how they are sharded. The four stages
+// (serial::GPT, tp1d::GPT, tp2d::GPT, tp3d::GPT) implement it, each with its own layout of the same
+// canonical model; the trainer, the benchmark and the planner are written once against it. This and
 // comm::Communicator are the project's class hierarchies (besides the one-method callback
 // model::GradientListener); the CPU/CUDA split is dispatch on the context's device, not a hierarchy.
 #pragma once

@@ -1,4 +1,4 @@
-// What the three stages (serial::GPT, tp1d::GPT, tp2d::GPT) hold and answer alike: the model's
+// What the stages (serial::GPT, tp1d::GPT, tp2d::GPT, tp3d::GPT) hold and answer alike: the model's
 // config, the context, the seed, what recomputation keeps, this rank's parameter shards with their
 // values and gradients by name, the gradient listener, and the activations and backward scratch of
 // the last batch shape (model/activations.h). A stage derives from it and adds its shapes, its
