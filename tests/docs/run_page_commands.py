@@ -59,7 +59,8 @@ a number, after the page's commands have run:
 that is: the text as the prose writes it (it must be in the page), the command that prints the
 source (a plan, `cat bench/FILE`), a regular expression whose group is the value, a scale (xK or
 /K, or 1) that turns it into the prose's unit, and the tolerance (R% or an absolute bound). The row
-passes when the last number of the text is the scaled value within the tolerance. build/ is a link, not a copy, because building again would take many minutes and the commands
+passes when the last number of the text is the scaled value within the tolerance. Rows that name the
+same command share one run of it. build/ is a link, not a copy, because building again would take many minutes and the commands
 only read it (scripts/build finds it up to date). The environment adds what mpirun needs as root on
 a small machine (the OMPI_* variables of the chapters' "Run it") and one thread per process, as in
 every MPI test of the suite, and keeps Jupyter and matplotlib settings in the temporary folder.
@@ -542,11 +543,15 @@ def main():
             print(f"      ok, {took}" + (f" (status {rc}, the page's error)" if c["expected_error"] else "") + verdict,
                   flush=True)
         numbers = prose_numbers(page_text)
+        sources = {}  # a source command's status and output, run once however many rows read it
         for row in numbers:
-            out_path = os.path.join(scratch, "number.txt")
-            rc = session.run(row["command"], out_path, COMMAND_TIMEOUT_S)
-            with open(out_path, errors="replace") as f:
-                problem = f"{row['command']!r} exited with status {rc}" if rc != 0 else check_number(row, page_text, f.read())
+            if row["command"] not in sources:
+                out_path = os.path.join(scratch, "number.txt")
+                rc = session.run(row["command"], out_path, COMMAND_TIMEOUT_S)
+                with open(out_path, errors="replace") as f:
+                    sources[row["command"]] = (rc, f.read())
+            rc, printed = sources[row["command"]]
+            problem = f"{row['command']!r} exited with status {rc}" if rc != 0 else check_number(row, page_text, printed)
             if problem:
                 print(f"FAIL: {page}: the number {row['text']!r} in the prose: {problem}")
                 return 1
