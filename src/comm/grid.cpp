@@ -99,9 +99,9 @@ int Grid3D::side(int p, const std::string& who) {
 Grid3D::Grid3D(Communicator& world)
     : world_(&world),
       q_(side(world.size())),
-      i_(world.rank() / (q_ * q_)),
-      j_(world.rank() / q_ % q_),
-      k_(world.rank() % q_) {
+      i_(position(world.rank(), q_).i),
+      j_(position(world.rank(), q_).j),
+      k_(position(world.rank(), q_).k) {
   // The color names the line of the cube (the two fixed indices), the key orders ranks along it.
   row_comm_ = world.split(i_ * q_ + k_, j_, "cube_row");
   col_comm_ = world.split(j_ * q_ + k_, i_, "cube_col");

@@ -126,6 +126,12 @@ class Grid3D {
   /// says whose p ranks they are in that sentence (default: "the world has p").
   static int side(int p, const std::string& who = "");
 
+  /// The position (i, j, k) of rank r = (i·q + j)·q + k on a q-cube.
+  struct Position {
+    int i, j, k;
+  };
+  static Position position(int rank, int q) { return {rank / (q * q), rank / q % q, rank % q}; }
+
  private:
   Communicator* world_;  // not owned
   int q_;

@@ -51,7 +51,8 @@ int group_label(const Placement& p, const std::string& name, int rank) {
   if (name == "model") return d;      // one copy
   if (name == "data") return t;       // the same shard in every copy
   if (name.rfind("cube_", 0) == 0) {  // 3D: t = (i·q + j)·q + k, a line fixes two indices
-    const int q = comm::Grid3D::side(p.ranks), i = t / (q * q), j = t / q % q, k = t % q;
+    const int q = comm::Grid3D::side(p.ranks);
+    const auto [i, j, k] = comm::Grid3D::position(t, q);
     if (name == "cube_row") return (d * q + i) * q + k;    // the same copy, i and k
     if (name == "cube_col") return (d * q + j) * q + k;    // the same copy, j and k
     if (name == "cube_depth") return (d * q + i) * q + j;  // the same copy, i and j

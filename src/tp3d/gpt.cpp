@@ -36,8 +36,10 @@ GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed
 
 model::SpecOfRank GPT::spec_of() const {
   const int q = q_;
-  return
-      [q](const model::ParamInfo& info, int rank) { return spec_3d(info, q, rank / (q * q), rank / q % q, rank % q); };
+  return [q](const model::ParamInfo& info, int rank) {
+    const auto [i, j, k] = comm::Grid3D::position(rank, q);
+    return spec_3d(info, q, i, j, k);
+  };
 }
 
 // The residual stream: rows piece i·q + k, C block j. Inside a branch (qkv, atty, fch) and the
