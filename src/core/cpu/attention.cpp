@@ -20,6 +20,7 @@
 #include <stdexcept>
 
 #include "core/cpu/causal_softmax.h"
+#include "core/cpu/single_threaded_blas.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
 #include "core/ops.h"
@@ -28,25 +29,6 @@
 namespace optimus::core {
 
 namespace {
-
-// Our loop over pairs already uses every core. OpenBLAS's pthread build would start its own
-// threads inside each product, so it is held to one thread for the loop. (The OpenMP build
-// notices the enclosing parallel region by itself; setting its count would also set ours.)
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas() : pthreads_(openblas_get_parallel() == 1), saved_(openblas_get_num_threads()) {
-    if (pthreads_) openblas_set_num_threads(1);
-  }
-  ~SingleThreadedBlas() {
-    if (pthreads_) openblas_set_num_threads(saved_);
-  }
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-
- private:
-  bool pthreads_;
-  int saved_;
-};
 
 void check_dropout_block(const DropoutSpec& drop, int B, int NH, int T, const char* op) {
   if (drop.p == 0.0f) return;

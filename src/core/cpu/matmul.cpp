@@ -2,12 +2,16 @@
 // the bias add, all on OpenBLAS's sgemm — never a hand-written GEMM on the readable path.
 // Every backward is itself a matmul with beta = 1, which is how the "backward ops accumulate" rule
 // of ops.h costs nothing here. Only matmul_strided and the bias ops record a cost (op_ledger.h):
-// matmul, matmul_backward and linear_* are made of them and record through them.
+// matmul, matmul_backward and linear_* are made of them and record through them, except a CPU
+// backward that runs its two products at once, which records them itself. The products run on our
+// OpenMP threads, each cut into pieces of rows, one single-threaded sgemm a piece (run_products).
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 
 #include "core/cpu/column_strips.h"
+#include "core/cpu/single_threaded_blas.h"
 #include "core/cpu/vector_clones.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/dispatch.h"
@@ -46,11 +50,72 @@ OpCost bias_add_backward_cost(int64_t N, int64_t OC) {
 
 }  // namespace
 
+namespace {
+
+// One product c (M, N) = alpha · op(a) · op(b) + beta · c on strided operands (matmul_strided's).
+struct Product {
+  float* c;
+  int ldc;
+  const float* a;
+  int lda;
+  const float* b;
+  int ldb;
+  int M, N, K;
+  Trans ta, tb;
+  float alpha, beta;
+};
+
+void sgemm(const Product& p) {
+  cblas_sgemm(CblasRowMajor, to_cblas(p.ta), to_cblas(p.tb), p.M, p.N, p.K, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta,
+              p.c, p.ldc);
+}
+
+// Rows [m0, m0 + rows) of c and the rows of op(a) that make them (columns of a stored transposed).
+Product rows_of(const Product& p, int m0, int rows) {
+  Product piece = p;
+  piece.c += int64_t{m0} * p.ldc;
+  piece.a += p.ta == Trans::no ? int64_t{m0} * p.lda : m0;
+  piece.M = rows;
+  return piece;
+}
+
+// The row pieces a product is cut into: a whole number of sgemm's 16-row tiles each.
+int row_piece(int M, int pieces) {
+  return (M + pieces * 16 - 1) / (pieces * 16) * 16;
+}
+
+// Runs independent products on the OpenMP threads, each product cut into pieces of its output
+// rows, each piece a single-threaded sgemm on one thread: a product gets threads / products pieces
+// (at least one). No thread waits for another inside a piece, as OpenBLAS's own threads do inside
+// one product. The cut moves sgemm's blocking, so a product's last bits depend on how many pieces
+// it is cut into (as they do on OpenBLAS's thread count): a backward's two products on two threads
+// are one piece each, the bits of one thread. Inside a parallel region (attention's loop over
+// heads) each product is one sgemm on the calling thread.
+void run_products(std::initializer_list<Product> products) {
+  const int count = static_cast<int>(products.size());
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (threads == 1) {
+    for (const Product& p : products) sgemm(p);
+    return;
+  }
+  const int pieces = std::max(1, threads / count);
+  SingleThreadedBlas one_blas_thread;
+#pragma omp parallel for schedule(static) num_threads(std::min(threads, count * pieces))
+  for (int task = 0; task < count * pieces; ++task) {
+    const Product& p = products.begin()[task % count];
+    const int rows = row_piece(p.M, pieces);
+    const int m0 = task / count * rows;
+    if (m0 < p.M) sgemm(rows_of(p, m0, std::min(rows, p.M - m0)));
+  }
+}
+
+}  // namespace
+
 void matmul_strided(const Context& ctx, float* c, int ldc, const float* a, int lda, const float* b, int ldb, int M,
                     int N, int K, Trans ta, Trans tb, float alpha, float beta) {
   OPTIMUS_DISPATCH(ctx, matmul_cost(M, N, K, beta != 0.0f),
                    cuda::matmul_strided(ctx, c, ldc, a, lda, b, ldb, M, N, K, ta, tb, alpha, beta));
-  cblas_sgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+  run_products({Product{c, ldc, a, lda, b, ldb, M, N, K, ta, tb, alpha, beta}});
 }
 
 void matmul(const Context& ctx, float* c, const float* a, const float* b, int M, int N, int K, Trans ta, Trans tb,
@@ -61,26 +126,35 @@ void matmul(const Context& ctx, float* c, const float* a, const float* b, int M,
   matmul_strided(ctx, c, N, a, lda, b, ldb, M, N, K, ta, tb, alpha, beta);
 }
 
+namespace {
+
+// c (M, N) += op(a) · op(b), its operands stored contiguously.
+Product added(float* c, const float* a, const float* b, int M, int N, int K, Trans ta, Trans tb) {
+  return {c, N, a, ta == Trans::no ? K : M, b, tb == Trans::no ? N : K, M, N, K, ta, tb, 1.0f, 1.0f};
+}
+
+}  // namespace
+
 // With A = op(a) (M, K), Bm = op(b) (K, N) and C = A·Bm: dA = dC·Bmᵀ and dBm = Aᵀ·dC. When a is
 // stored transposed, its gradient is dAᵀ = Bm·dCᵀ, and likewise for b, so each of the four cases
-// is one sgemm whose operands are a, b, dc with the right flags.
+// is one sgemm whose operands are a, b, dc with the right flags. On the CPU, when both are asked
+// for, the two products run at once (run_products), their costs recorded as the two products'.
 void matmul_backward(const Context& ctx, float* da, float* db, const float* dc, const float* a, const float* b, int M,
                      int N, int K, Trans ta, Trans tb) {
   const Trans flip_a = ta == Trans::no ? Trans::yes : Trans::no;
   const Trans flip_b = tb == Trans::no ? Trans::yes : Trans::no;
-  if (da != nullptr) {
-    if (ta == Trans::no) {
-      matmul(ctx, da, dc, b, M, K, N, Trans::no, flip_b, 1.0f, 1.0f);  // da (M, K) += dc · op(b)ᵀ
-    } else {
-      matmul(ctx, da, b, dc, K, M, N, tb, Trans::yes, 1.0f, 1.0f);  // da (K, M) += op(b) · dcᵀ
-    }
+  const Product grad_a = ta == Trans::no ? added(da, dc, b, M, K, N, Trans::no, flip_b)  // da (M, K) += dc · op(b)ᵀ
+                                         : added(da, b, dc, K, M, N, tb, Trans::yes);    // da (K, M) += op(b) · dcᵀ
+  const Product grad_b = tb == Trans::no ? added(db, a, dc, K, N, M, flip_a, Trans::no)  // db (K, N) += op(a)ᵀ · dc
+                                         : added(db, dc, a, N, K, M, Trans::yes, ta);    // db (N, K) += dcᵀ · op(a)
+  if (da != nullptr && db != nullptr && ctx.device == Device::cpu) {
+    const OpStopwatch stopwatch = record_op(ctx, matmul_cost(grad_a.M, grad_a.N, grad_a.K, true));
+    if (ctx.ops != nullptr) ctx.ops->record(matmul_cost(grad_b.M, grad_b.N, grad_b.K, true));
+    run_products({grad_a, grad_b});
+    return;
   }
-  if (db != nullptr) {
-    if (tb == Trans::no) {
-      matmul(ctx, db, a, dc, K, N, M, flip_a, Trans::no, 1.0f, 1.0f);  // db (K, N) += op(a)ᵀ · dc
-    } else {
-      matmul(ctx, db, dc, a, N, K, M, Trans::yes, ta, 1.0f, 1.0f);  // db (N, K) += dcᵀ · op(a)
-    }
+  for (const Product& p : {grad_a, grad_b}) {
+    if (p.c != nullptr) matmul_strided(ctx, p.c, p.ldc, p.a, p.lda, p.b, p.ldb, p.M, p.N, p.K, p.ta, p.tb, 1.0f, 1.0f);
   }
 }
 
