@@ -94,10 +94,11 @@ same_checkpoint() {
   for f in "$a"/*; do cmp "$f" "$b/$(basename "$f")" || fail "$(basename "$f") differs between $a and $b"; done
 }
 job_state() { slurm scontrol show job "$1" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
-# Waits until job $1 has ended (COMPLETED or FAILED ...), at most $2 seconds.
+# Waits until job $1 has ended (COMPLETED or FAILED ...), at most $2 seconds. SIGNALING is a running
+# job with a signal on its way (its time limit's warning).
 wait_job() {
   local job=$1 limit=$2 state t0=$SECONDS
-  while state=$(job_state "$job") && [[ $state =~ ^(PENDING|RUNNING|CONFIGURING|COMPLETING|REQUEUED|REQUEUE_HOLD|REQUEUE_FED)$ ]]; do
+  while state=$(job_state "$job") && [[ $state =~ ^(PENDING|RUNNING|CONFIGURING|SIGNALING|COMPLETING|REQUEUED|REQUEUE_HOLD|REQUEUE_FED)$ ]]; do
     ((SECONDS - t0 < limit)) || { cat "$tmp/$job.out"; fail "job $job still $state after $limit s"; }
     sleep 0.2
   done
