@@ -48,10 +48,6 @@ OpCost bias_add_backward_cost(int64_t N, int64_t OC) {
   return {.kind = OpKind::reduction, .flops = N * OC, .bytes_read = floats(N * OC + OC), .bytes_written = floats(OC)};
 }
 
-}  // namespace
-
-namespace {
-
 // One product c (M, N) = alpha · op(a) · op(b) + beta · c on strided operands (matmul_strided's).
 struct Product {
   float* c;
@@ -68,6 +64,13 @@ struct Product {
 void sgemm(const Product& p) {
   cblas_sgemm(CblasRowMajor, to_cblas(p.ta), to_cblas(p.tb), p.M, p.N, p.K, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta,
               p.c, p.ldc);
+}
+
+// c (M, N) = alpha · op(a) · op(b) + beta · c with its operands stored contiguously: a is (M, K) or
+// (K, M), b is (K, N) or (N, K), and each row stride is its stored width.
+Product contiguous(float* c, const float* a, const float* b, int M, int N, int K, Trans ta, Trans tb, float alpha,
+                   float beta) {
+  return {c, N, a, ta == Trans::no ? K : M, b, tb == Trans::no ? N : K, M, N, K, ta, tb, alpha, beta};
 }
 
 // Rows [m0, m0 + rows) of c and the rows of op(a) that make them (columns of a stored transposed).
@@ -120,20 +123,9 @@ void matmul_strided(const Context& ctx, float* c, int ldc, const float* a, int l
 
 void matmul(const Context& ctx, float* c, const float* a, const float* b, int M, int N, int K, Trans ta, Trans tb,
             float alpha, float beta) {
-  // Row strides of the stored matrices: a is (M, K) or (K, M), b is (K, N) or (N, K).
-  const int lda = ta == Trans::no ? K : M;
-  const int ldb = tb == Trans::no ? N : K;
-  matmul_strided(ctx, c, N, a, lda, b, ldb, M, N, K, ta, tb, alpha, beta);
+  const Product p = contiguous(c, a, b, M, N, K, ta, tb, alpha, beta);
+  matmul_strided(ctx, p.c, p.ldc, p.a, p.lda, p.b, p.ldb, M, N, K, ta, tb, alpha, beta);
 }
-
-namespace {
-
-// c (M, N) += op(a) · op(b), its operands stored contiguously.
-Product added(float* c, const float* a, const float* b, int M, int N, int K, Trans ta, Trans tb) {
-  return {c, N, a, ta == Trans::no ? K : M, b, tb == Trans::no ? N : K, M, N, K, ta, tb, 1.0f, 1.0f};
-}
-
-}  // namespace
 
 // With A = op(a) (M, K), Bm = op(b) (K, N) and C = A·Bm: dA = dC·Bmᵀ and dBm = Aᵀ·dC. When a is
 // stored transposed, its gradient is dAᵀ = Bm·dCᵀ, and likewise for b, so each of the four cases
@@ -143,10 +135,12 @@ void matmul_backward(const Context& ctx, float* da, float* db, const float* dc, 
                      int N, int K, Trans ta, Trans tb) {
   const Trans flip_a = ta == Trans::no ? Trans::yes : Trans::no;
   const Trans flip_b = tb == Trans::no ? Trans::yes : Trans::no;
-  const Product grad_a = ta == Trans::no ? added(da, dc, b, M, K, N, Trans::no, flip_b)  // da (M, K) += dc · op(b)ᵀ
-                                         : added(da, b, dc, K, M, N, tb, Trans::yes);    // da (K, M) += op(b) · dcᵀ
-  const Product grad_b = tb == Trans::no ? added(db, a, dc, K, N, M, flip_a, Trans::no)  // db (K, N) += op(a)ᵀ · dc
-                                         : added(db, dc, a, N, K, M, Trans::yes, ta);    // db (N, K) += dcᵀ · op(a)
+  // Each adds into its gradient (alpha = beta = 1): da (M, K) += dc · op(b)ᵀ, or da (K, M) += op(b) · dcᵀ
+  // when a is stored transposed; db (K, N) += op(a)ᵀ · dc, or db (N, K) += dcᵀ · op(a).
+  const Product grad_a = ta == Trans::no ? contiguous(da, dc, b, M, K, N, Trans::no, flip_b, 1.0f, 1.0f)
+                                         : contiguous(da, b, dc, K, M, N, tb, Trans::yes, 1.0f, 1.0f);
+  const Product grad_b = tb == Trans::no ? contiguous(db, a, dc, K, N, M, flip_a, Trans::no, 1.0f, 1.0f)
+                                         : contiguous(db, dc, a, N, K, M, Trans::yes, ta, 1.0f, 1.0f);
   if (da != nullptr && db != nullptr && ctx.device == Device::cpu) {
     const OpStopwatch stopwatch = record_op(ctx, matmul_cost(grad_a.M, grad_a.N, grad_a.K, true));
     if (ctx.ops != nullptr) ctx.ops->record(matmul_cost(grad_b.M, grad_b.N, grad_b.K, true));
@@ -154,7 +148,8 @@ void matmul_backward(const Context& ctx, float* da, float* db, const float* dc, 
     return;
   }
   for (const Product& p : {grad_a, grad_b}) {
-    if (p.c != nullptr) matmul_strided(ctx, p.c, p.ldc, p.a, p.lda, p.b, p.ldb, p.M, p.N, p.K, p.ta, p.tb, 1.0f, 1.0f);
+    if (p.c == nullptr) continue;
+    matmul_strided(ctx, p.c, p.ldc, p.a, p.lda, p.b, p.ldb, p.M, p.N, p.K, p.ta, p.tb, p.alpha, p.beta);
   }
 }
 
