@@ -17,13 +17,18 @@ if [[ ${1:-} == --report ]]; then  # --report FILE: print a finished run's table
   exit 0
 fi
 rounds=1
-if [[ ${1:-} == --rounds ]]; then
-  rounds=$2
-  shift 2
-  [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bench: --rounds takes a whole number of rounds, 1 or more, not '$rounds'" >&2; exit 2; }
-fi
+out=$root/bench/serial.jsonl
+while (($#)); do
+  case $1 in
+    --rounds)
+      rounds=${2:-}
+      [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bench: --rounds takes a whole number of rounds, 1 or more, not '$rounds'" >&2; exit 2; }
+      shift 2 ;;
+    -*) echo "bench: unknown option '$1' (usage: scripts/bench.sh [--rounds N] [OUT] | --report FILE)" >&2; exit 2 ;;
+    *) out=$1; shift ;;
+  esac
+done
 build=${OPTIMUS_BUILD_DIR:-$root/build}
-out=${1:-$root/bench/serial.jsonl}
 mkdir -p "$(dirname "$out")"
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT

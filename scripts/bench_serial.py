@@ -24,10 +24,6 @@ def read(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def ours_key(row):
-    return ("optimus", row["model"], row["threads"])
-
-
 def median_round(rows):
     """The row of the median step time (the lower middle one for an even count)."""
     middle = statistics.median_low(r["step_ms"] for r in rows)
@@ -39,7 +35,7 @@ def merge(raw_path, out_path):
     groups = {}
     for row in raw:
         if row.get("impl") == "optimus" and "threads" in row:
-            groups.setdefault(ours_key(row), []).append(row)
+            groups.setdefault(("optimus", row["model"], row["threads"]), []).append(row)
         elif row.get("impl") == "pytorch-eager":
             groups.setdefault(("pytorch-eager", row["model"]), []).append(row)
     others = [r for r in raw if r.get("impl") == "optimus" and "threads" not in r]  # the block's op times
