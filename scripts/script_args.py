@@ -87,7 +87,7 @@ def positive(high):
         except ValueError:
             value = math.nan
         if not 0 < value <= high:  # also refuses nan and inf
-            raise argparse.ArgumentTypeError(f"must be a number above 0 and at most {high:g}, not '{text}'")
+            raise argparse.ArgumentTypeError(f"must be a number above 0 and at most {high:.15g}, not '{text}'")
         return value
     return parse
 
@@ -206,3 +206,13 @@ def tables(script, flag, path, print_tables, *args):
         fail(script, f"{flag} {path} does not hold the rows of these tables "
              f"(its tables stop at {type(e).__name__}{': ' if str(e) else ''}{e})")
     print(buffer.getvalue(), end="")
+
+
+def hardware_profile(script, flag, value):
+    """A hardware profile for `optimus plan --hardware`: a JSON file, or the name of one in
+    data/hardware/; the refusal otherwise."""
+    named = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data/hardware", value + ".json")
+    if not os.path.exists(value) and os.path.isfile(named):
+        value = named
+    json_file(script, flag, value)
+    return value
