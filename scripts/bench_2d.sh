@@ -18,6 +18,8 @@ sys.path.insert(0, sys.argv[2])
 import script_args
 def tables(rows):
     timed = [r for r in rows if "step_ms" in r]
+    if not timed or len(timed) % 2:
+        raise ValueError("its timed rows are not pairs of 1D and 2D")
     print(f"\n{'model':6} {'p':>2} {'B':>3} {'layout':6} {'step ms':>9} {'fwd ms':>8} {'tok/s':>7} {'acts MiB':>9} "
           f"{'total MiB':>9} {'calls':>6} {'MiB/step':>9}   1D/2D: step  fwd  acts  total  bytes")
     for k in range(0, len(timed), 2):
