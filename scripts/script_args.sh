@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The argument checks of the bash scripts in scripts/ (sourced; the script sets `script`, its name in
 # messages, first), made before anything is measured or built: a refusal is one sentence on stderr,
 # `SCRIPT: error: ...`, and exit status 2. scripts/script_args.py does the same for the Python ones.
