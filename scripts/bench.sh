@@ -11,24 +11,35 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 table=$root/scripts/bench_serial.py
+script=bench
+source "$root/scripts/script_args.sh"
+usage="scripts/bench.sh [--rounds N] [OUT] | --report FILE"
 if [[ ${1:-} == --report ]]; then  # --report FILE: print a finished run's tables again, measuring nothing
+  args_value --report $#
+  (($# == 2)) || args_fail "--report takes one file and nothing else (usage: $usage)"
+  args_input_file --report "$2"
   /usr/bin/python3 "$table" report "$2"
   echo "bench: results in ${2#"$root"/}"
   exit 0
 fi
 rounds=1
 out=$root/bench/serial.jsonl
+outs=0
 while (($#)); do
   case $1 in
     --rounds)
-      rounds=${2:-}
-      [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bench: --rounds takes a whole number of rounds, 1 or more, not '$rounds'" >&2; exit 2; }
+      args_value --rounds $#
+      rounds=$2
+      args_whole --rounds "$rounds" 1 100
       shift 2 ;;
-    -*) echo "bench: unknown option '$1' (usage: scripts/bench.sh [--rounds N] [OUT] | --report FILE)" >&2; exit 2 ;;
-    *) out=$1; shift ;;
+    -*) args_fail "unknown option '$1' (usage: $usage)" ;;
+    *) out=$1; outs=$((outs + 1)); shift ;;
   esac
 done
+((outs <= 1)) || args_fail "give one OUT file, not $outs (usage: $usage)"
+args_output_file OUT "$out"
 build=${OPTIMUS_BUILD_DIR:-$root/build}
+[[ -x $build/optimus && -x $build/chapters/block_demo ]] || args_fail "$build/optimus or chapters/block_demo is not built; run scripts/build"
 mkdir -p "$(dirname "$out")"
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT

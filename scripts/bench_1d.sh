@@ -9,30 +9,44 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 report() {  # report FILE: the tables of a finished run, from its JSON lines
-  /usr/bin/python3 - "$1" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-print(f"\n{'model':6} {'stage':7} {'p':>2} {'step ms':>9} {'fwd ms':>8} {'tok/s':>7} {'vs serial':>9} "
-      f"{'params MiB':>10} {'acts MiB':>9} {'total MiB':>9} {'all-reduce calls':>16} {'MiB/step':>9}")
-for model in ("tiny", "small"):
-    serial = next(r for r in rows if r["model"] == model and r["stage"] == "serial")
-    for r in (x for x in rows if x["model"] == model):
-        c = r["comm_per_step"]
-        calls = sum(v["calls"] for v in c.values())
-        mib = sum(v["bytes"] for v in c.values()) / 2**20
-        m = r["peak_memory_mib"]
-        print(f"{model:6} {r['stage']:7} {r['ranks']:>2} {r['step_ms']:>9.1f} {r['forward_ms']:>8.1f} "
-              f"{r['tokens_per_s']:>7.0f} {serial['step_ms'] / r['step_ms']:>8.2f}x {m['parameters']:>10.2f} "
-              f"{m['activations']:>9.2f} {m['total']:>9.2f} {calls:>16} {mib:>9.2f}")
+  /usr/bin/python3 - "$1" "$root/scripts" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+import script_args
+def tables(rows):
+    print(f"\n{'model':6} {'stage':7} {'p':>2} {'step ms':>9} {'fwd ms':>8} {'tok/s':>7} {'vs serial':>9} "
+          f"{'params MiB':>10} {'acts MiB':>9} {'total MiB':>9} {'all-reduce calls':>16} {'MiB/step':>9}")
+    for model in ("tiny", "small"):
+        serial = next(r for r in rows if r["model"] == model and r["stage"] == "serial")
+        for r in (x for x in rows if x["model"] == model):
+            c = r["comm_per_step"]
+            calls = sum(v["calls"] for v in c.values())
+            mib = sum(v["bytes"] for v in c.values()) / 2**20
+            m = r["peak_memory_mib"]
+            print(f"{model:6} {r['stage']:7} {r['ranks']:>2} {r['step_ms']:>9.1f} {r['forward_ms']:>8.1f} "
+                  f"{r['tokens_per_s']:>7.0f} {serial['step_ms'] / r['step_ms']:>8.2f}x {m['parameters']:>10.2f} "
+                  f"{m['activations']:>9.2f} {m['total']:>9.2f} {calls:>16} {mib:>9.2f}")
+rows = script_args.jsonl_file("bench", "--report", sys.argv[1])
+script_args.tables("bench", "--report", sys.argv[1], tables, rows)
 PY
 }
+script=bench
+source "$root/scripts/script_args.sh"
+usage="scripts/bench_1d.sh [OUT] | --report FILE"
 if [[ ${1:-} == --report ]]; then  # --report FILE: print a finished run's tables again, measuring nothing
+  args_value --report $#
+  (($# == 2)) || args_fail "--report takes one file and nothing else (usage: $usage)"
+  args_input_file --report "$2"
   report "$2"
   echo "bench: results in ${2#"$root"/}"
   exit 0
 fi
+(($# <= 1)) || args_fail "give one OUT file, not $# arguments (usage: $usage)"
+[[ ${1:-} != -* ]] || args_fail "unknown option '$1' (usage: $usage)"
 build=${OPTIMUS_BUILD_DIR:-$root/build}
 out=${1:-$root/bench/tp1d.jsonl}
+args_output_file OUT "$out"
+[[ -x $build/optimus ]] || args_fail "$build/optimus is not built; run scripts/build"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 mkdir -p "$(dirname "$out")"
 final=$out out=$out.partial   # written whole, then renamed: readers never see half a file

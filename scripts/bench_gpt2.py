@@ -11,7 +11,6 @@ step's own ms and the memory ledger's peak from metrics.jsonl. transformers: the
 process after Python has imported torch and transformers (the import time is given apart), and the
 process's peak RSS.
 Usage: bench_gpt2.py OPTIMUS OUT_JSONL OUT_TXT [--threads 2]"""
-import argparse
 import json
 import os
 import resource
@@ -19,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_args  # noqa: E402
 
 MIB = 1 << 20
 BATCHES = (1, 8)
@@ -164,17 +166,22 @@ def table(rows, meta):
 
 
 def main():
-    p = argparse.ArgumentParser()
+    p = script_args.Parser("bench_gpt2", description=__doc__)
     p.add_argument("optimus", nargs="?")
     p.add_argument("out_jsonl", nargs="?")
     p.add_argument("out_txt", nargs="?")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=script_args.whole(1, 256), default=2)
     p.add_argument("--torch-op")
     p.add_argument("--checkpoint")
     p.add_argument("--work")
     a = p.parse_args()
     if a.torch_op:
         return torch_op(a.torch_op, a.checkpoint, a.work, a.threads)
+    if a.out_txt is None:
+        p.error("give OPTIMUS OUT_JSONL OUT_TXT")
+    script_args.program("bench_gpt2", a.optimus, "run scripts/build")
+    script_args.output_file("bench_gpt2", "OUT_JSONL", a.out_jsonl)
+    script_args.output_file("bench_gpt2", "OUT_TXT", a.out_txt)
     import torch
     import transformers
     with tempfile.TemporaryDirectory(prefix="bench_gpt2_") as work:

@@ -11,8 +11,19 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${OPTIMUS_BUILD_DIR:-$root/build}
 python=$root/.venv/bin/python
+script=bench_gpt2
+source "$root/scripts/script_args.sh"
+threads=()
+while (($#)); do
+  case $1 in
+    --threads) args_value --threads $#; args_whole --threads "$2" 1 256; threads=(--threads "$2"); shift 2 ;;
+    *) args_fail "unknown argument '$1' (usage: scripts/bench_gpt2.sh [--threads N])" ;;
+  esac
+done
+args_output_file bench/gpt2.jsonl "$root/bench/gpt2.jsonl"
+args_output_file bench/gpt2.txt "$root/bench/gpt2.txt"
 [[ -x $python ]] || { echo "bench_gpt2: no $python; run scripts/setup_venv first" >&2; exit 1; }
 [[ -x $build/optimus ]] || { echo "bench_gpt2: no $build/optimus; run scripts/build first" >&2; exit 1; }
 PYTHONNOUSERSITE=1 "$python" "$root/scripts/bench_gpt2.py" "$build/optimus" "$root/bench/gpt2.jsonl" \
-  "$root/bench/gpt2.txt" "$@"
+  "$root/bench/gpt2.txt" "${threads[@]}"
 echo "bench_gpt2: results in bench/gpt2.jsonl and bench/gpt2.txt"

@@ -13,8 +13,12 @@ best step over ours in the same round; the table prints their median and range w
 several rounds.
 """
 import json
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_args  # noqa: E402
 
 MODELS = ("tiny", "small")
 
@@ -89,10 +93,11 @@ def report(path):
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "merge":
         merge(sys.argv[2], sys.argv[3])
-    elif len(sys.argv) == 3 and sys.argv[1] == "report":
-        report(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "report":  # scripts/bench.sh --report FILE
+        script_args.jsonl_file("bench", "--report", sys.argv[2])
+        script_args.tables("bench", "--report", sys.argv[2], report, sys.argv[2])
     else:
-        sys.exit("usage: bench_serial.py merge RAW OUT | bench_serial.py report FILE")
+        script_args.fail("bench_serial.py", "usage: bench_serial.py merge RAW OUT | bench_serial.py report FILE")
 
 
 if __name__ == "__main__":

@@ -7,15 +7,15 @@ With --device cuda (scripts/gpu_check.sh): the same on the GPU, one run, each ti
 two torch.cuda.synchronize() calls; float32 matrix products (TF32 off, as optimus computes) unless
 --tf32; --batch overrides the model's batch.
 Usage: bench_torch.py [--models tiny small gpt2] [--steps 7] [--warmup 2] [--device cpu|cuda] [--tf32] [--batch B]"""
-import argparse
 import json
 import math
+import os
 import statistics
+import sys
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_args  # noqa: E402
 
 MODELS = {  # the same named configurations as GPTConfig::named, with the benchmark's batch
     "tiny": dict(n_layer=4, n_embd=256, n_head=4, seq=128, vocab=256, batch=8),
@@ -23,6 +23,26 @@ MODELS = {  # the same named configurations as GPTConfig::named, with the benchm
     # GPT-2 124M's shapes, the vocabulary padded to 50304 (GPTConfig::named("gpt2")); for the GPU
     "gpt2": dict(n_layer=12, n_embd=768, n_head=12, seq=1024, vocab=50304, batch=8),
 }
+
+
+def arguments():
+    ap = script_args.Parser("bench_torch.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--models", nargs="+", default=["tiny", "small"], choices=sorted(MODELS))
+    # --steps: the median of that many; its medians need one step at least.
+    ap.add_argument("--steps", type=script_args.whole(1, 1000), default=7)
+    ap.add_argument("--warmup", type=script_args.whole(0, 1000), default=2)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--tf32", action="store_true", help="cuda: let float32 products use TF32")
+    ap.add_argument("--batch", type=script_args.whole(1, 4096), help="sequences per step (default: the model's)")
+    return ap.parse_args()
+
+
+# A bad argument is refused before torch is imported, which takes seconds.
+ARGS = arguments() if __name__ == "__main__" else None
+
+import torch  # noqa: E402  (after the arguments: its import takes seconds)
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 class Block(nn.Module):
@@ -114,14 +134,7 @@ def bench_gpu(name, m, args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", nargs="+", default=["tiny", "small"], choices=sorted(MODELS))
-    ap.add_argument("--steps", type=int, default=7)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--tf32", action="store_true", help="cuda: let float32 products use TF32")
-    ap.add_argument("--batch", type=int, help="sequences per step (default: the model's)")
-    args = ap.parse_args()
+    args = ARGS
     for name in args.models:
         m = dict(MODELS[name])
         if args.batch:

@@ -13,6 +13,16 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${OPTIMUS_BUILD_DIR:-$root/build}
 layouts=${LAYOUTS:-serial 1d:2 2d:4}
 steps=${STEPS:-5}
+script=compare
+source "$root/scripts/script_args.sh"
+args_whole STEPS "$steps" 1 10000
+read -ra specs <<<"$layouts"
+((${#specs[@]} >= 2)) || args_fail "LAYOUTS names ${#specs[@]} run(s); give two or more (the first is the reference), e.g. 'serial 1d:2'"
+for spec in "${specs[@]}"; do
+  [[ $spec =~ ^(serial|1d|2d|3d)(:[0-9]+)?$ ]] || args_fail "LAYOUTS: '$spec' is not LAYOUT:RANKS (LAYOUT serial, 1d, 2d or 3d)"
+  [[ $spec != *:* ]] || args_whole "LAYOUTS: the ranks of '$spec'" "${spec#*:}" 1 1024
+done
+[[ -z ${OUT:-} ]] || args_output_folder OUT "$OUT"
 args=("$@")
 if [[ " ${args[*]} " != *" --data "* && " ${args[*]} " != *" --data="* ]]; then
   [[ -f $root/data/fortunes/train.txt ]] || "$root/scripts/prepare_corpus"

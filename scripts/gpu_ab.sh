@@ -13,9 +13,22 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/gpu_deps.sh"
 base=$root/.device-carry/base
+script=gpu_ab
+source "$root/scripts/script_args.sh"
+usage="scripts/gpu_ab.sh --prepare COMMIT (here) | scripts/gpu_ab.sh (there)"
+if [[ ${1:-} == --prepare ]]; then
+  args_value --prepare $#
+  (($# == 2)) || args_fail "--prepare takes one commit and nothing else (usage: $usage)"
+  git -C "$root" rev-parse --verify --quiet "$2^{commit}" >/dev/null ||
+    args_fail "--prepare $2: not a commit of this repository; name one (a hash, a branch, HEAD)"
+elif (($# > 0)); then
+  args_fail "unknown argument '$1' (usage: $usage)"
+else
+  args_whole GPU_AB_ROUNDS "${GPU_AB_ROUNDS:-3}" 1 100
+fi
 
 if [[ ${1:-} == --prepare ]]; then
-  commit=${2:?usage: gpu_ab.sh --prepare COMMIT}
+  commit=$2
   rm -rf "$base"
   mkdir -p "$base"
   git -C "$root" archive "$commit" | tar -x -C "$base" || exit 1

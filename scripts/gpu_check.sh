@@ -34,12 +34,18 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/gpu_deps.sh"
+script=gpu_check
+source "$root/scripts/script_args.sh"
 mode=check
 case ${1:-} in
   --prepare | --dry-run | --build-only) mode=${1#--} ;;
   "") ;;
-  *) echo "usage: gpu_check.sh [--prepare | --dry-run | --build-only]" >&2; exit 2 ;;
+  *) args_fail "unknown argument '$1' (usage: gpu_check.sh [--prepare | --dry-run | --build-only])" ;;
 esac
+(($# <= 1)) || args_fail "give one of --prepare, --dry-run, --build-only, or nothing; not $# arguments"
+args_whole GPU_CHECK_SECONDS "${GPU_CHECK_SECONDS:-530}" 1 86400
+args_whole GPU_CHECK_BUILD_SECONDS "${GPU_CHECK_BUILD_SECONDS:-300}" 1 86400
+args_whole GPU_CHECK_BATCH "${GPU_CHECK_BATCH:-8}" 1 1024
 
 if [[ $mode == prepare ]]; then
   set -e
