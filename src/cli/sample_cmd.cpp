@@ -30,7 +30,7 @@ void add_sample(CLI::App* cmd, SampleArgs& a) {
                   "SIGTERM or SIGUSR1 ends the sample after the token in hand (exit code 75)")
       ->capture_default_str();
   cmd->add_option("--temperature", a.options.temperature, "softmax temperature (> 0)")->capture_default_str();
-  cmd->add_option("--top-k", a.options.top_k, "sample among the k most likely bytes (0: all)")->capture_default_str();
+  cmd->add_option("--top-k", a.options.top_k, "sample among the k most likely tokens (0: all)")->capture_default_str();
   cmd->add_option("--seed", a.options.seed, "sampling seed")->capture_default_str();
 }
 
