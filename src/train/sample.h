@@ -37,9 +37,9 @@ struct Sample {
 
 /// Continues `prompt` by `options.tokens` tokens (fewer when `stream.stop` is signalled) and returns
 /// the continuation (without the prompt), encoded and decoded by `tokenizer`, or as bytes when it is
-/// null; a prompt holding a token past the model's vocabulary is a ConfigError. The context is the last n_positions
-/// tokens; causal attention lets one fixed-size window serve every length (positions after the last real token do not
-/// affect it).
+/// null; a prompt holding a token past the model's vocabulary is a ConfigError. The context is the
+/// last n_positions tokens; causal attention lets one fixed-size window serve every length
+/// (positions after the last real token do not affect it).
 Sample sample_text(serial::GPT& gpt, const std::string& prompt, const SampleOptions& options,
                    const text::Tokenizer* tokenizer = nullptr, const SampleStream& stream = {});
 
