@@ -39,6 +39,6 @@ int main(int argc, char** argv) {
   so.temperature = 0.1f;  // nearly greedy: the memorised continuation
   const std::string prompt = text.substr(0, 12);
   std::printf("prompt:     %s\ncompletion: %s%s\n", prompt.c_str(), prompt.c_str(),
-              train::sample_text(gpt, prompt, so).c_str());
+              train::sample_text(gpt, prompt, so).text.c_str());
   return 0;
 }

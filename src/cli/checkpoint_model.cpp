@@ -6,12 +6,13 @@
 
 namespace optimus::cli {
 
-model::GPTConfig checkpoint_model(comm::World& world, const std::string& checkpoint, int B, int ranks) {
+model::GPTConfig checkpoint_model(comm::World& world, const std::string& checkpoint, int B, int ranks,
+                                  const std::string& fix) {
   model::GPTConfig config;
   world.agree_on([&] { config = train::load_checkpoint_config(checkpoint); });
   train::require_memory(world, train::step_bytes_lower_bound(config, B, ranks, train::ModelUse::evaluate),
                         "the model of " + checkpoint + " (" + std::to_string(config.num_parameters()) + " parameters)",
-                        "use a smaller --batch, more processes, or another checkpoint");
+                        fix);
   return config;
 }
 

@@ -38,7 +38,8 @@ int run_eval(comm::World& world, EvalArgs& a, CLI::App&) {
   const int B = a.batch, T = a.seq;
   train::require_fits(a.layout, world.size(), model::StageOptions{});
   if (B <= 0 || T <= 0 || a.batches <= 0) throw core::ConfigError("--batch, --seq and --batches must be positive");
-  const model::GPTConfig config = checkpoint_model(world, a.checkpoint, B, world.size());
+  const model::GPTConfig config = checkpoint_model(world, a.checkpoint, B, world.size(),
+                                                   "use a smaller --batch, more processes, or another checkpoint");
   if (T > config.n_positions) {
     throw core::ConfigError("--seq " + std::to_string(T) + " exceeds the checkpoint's n_positions " +
                             std::to_string(config.n_positions) + "; use --seq " + std::to_string(config.n_positions) +

@@ -1,9 +1,11 @@
 // The shared flags.
 #include "cli/flags.h"
 
+#include <climits>
 #include <string>
 
 #include "comm/grid.h"
+#include "core/errors.h"
 
 namespace optimus::cli {
 
@@ -44,6 +46,13 @@ void add_placement_option(CLI::App* app, model::StageOptions& m) {
       "2d: which grid position each rank holds: row-major (rank i*q + j at (i, j), the default), or RxC: "
       "blocks of R grid rows by C grid columns on consecutive ranks, one block per node (2x2 is the Optimus "
       "code's --rank-rearrange); the results are bitwise the same, only the traffic between nodes changes");
+}
+
+void require_path_length(const char* flag, const std::string& path) {
+  if (path.size() < PATH_MAX) return;
+  throw core::ConfigError(std::string(flag) + " '" + path.substr(0, 40) + "...' is " + std::to_string(path.size()) +
+                          " characters long, more than a path can have (" + std::to_string(PATH_MAX - 1) +
+                          "); check it");
 }
 
 }  // namespace optimus::cli

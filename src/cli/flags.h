@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 #include "model/activation_block.h"
 #include "model/config.h"
 #include "train/layout.h"
@@ -20,5 +22,9 @@ void add_memory_flags(CLI::App* app, model::StageOptions& m);
 void add_overlap_flag(CLI::App* app, model::StageOptions& m);
 /// --placement (train, bench and plan).
 void add_placement_option(CLI::App* app, model::StageOptions& m);
+
+/// Refuses a path longer than any path can be (PATH_MAX bytes with its end), before a message could
+/// echo it whole: the refusal shows its first 40 characters and its length.
+void require_path_length(const char* flag, const std::string& path);
 
 }  // namespace optimus::cli

@@ -1,12 +1,17 @@
 // optimus sample: generate text from a checkpoint (one process, the serial model).
+#include <charconv>
+#include <cstdio>
 #include <string>
+#include <utility>
 
 #include "cli/checkpoint_model.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "core/errors.h"
 #include "serial/gpt.h"
 #include "train/checkpointing.h"
 #include "train/sample.h"
+#include "train/stop_signals.h"
 
 namespace optimus::cli {
 
@@ -20,26 +25,53 @@ struct SampleArgs {
 void add_sample(CLI::App* cmd, SampleArgs& a) {
   cmd->add_option("--checkpoint", a.checkpoint, "checkpoint folder")->required();
   cmd->add_option("--prompt", a.prompt, "text to continue")->capture_default_str();
-  cmd->add_option("--tokens", a.options.tokens, "tokens to generate (bytes, or the checkpoint's tokenizer's)")
+  cmd->add_option("--tokens", a.options.tokens,
+                  "tokens to generate (bytes, or the checkpoint's tokenizer's); printed as they are made, and "
+                  "SIGTERM or SIGUSR1 ends the sample after the token in hand (exit code 75)")
       ->capture_default_str();
   cmd->add_option("--temperature", a.options.temperature, "softmax temperature (> 0)")->capture_default_str();
-  cmd->add_option("--top-k", a.options.top_k, "sample among the k most likely bytes (0: all)")->capture_default_str();
+  cmd->add_option("--top-k", a.options.top_k, "sample among the k most likely tokens (0: all)")->capture_default_str();
   cmd->add_option("--seed", a.options.seed, "sampling seed")->capture_default_str();
 }
 
 int run_sample(comm::World& world, SampleArgs& a, CLI::App&) {
   const train::SampleOptions& s = a.options;
-  if (!(s.temperature > 0.0f)) throw core::ConfigError("--temperature must be positive");
+  require_path_length("--checkpoint", a.checkpoint);
+  if (!(s.temperature > 0.0f)) {
+    char value[32];
+    throw core::ConfigError("--temperature must be positive, but is " +
+                            std::string(value, std::to_chars(value, value + sizeof value, s.temperature).ptr));
+  }
   if (s.tokens < 0) throw core::ConfigError("--tokens must be 0 or more, but is " + std::to_string(s.tokens));
   if (s.top_k < 0) {
     throw core::ConfigError("--top-k must be 0 (the whole vocabulary) or more, but is " + std::to_string(s.top_k));
   }
-  const model::GPTConfig config = checkpoint_model(world, a.checkpoint, 1, 1);
+  const train::StopSignals stop;  // from here on SIGTERM and SIGUSR1 end the sample, not the process
+  // sample has one process and one sequence: only the checkpoint or the machine can change.
+  const model::GPTConfig config =
+      checkpoint_model(world, a.checkpoint, 1, 1,
+                       "sample runs the whole model in one process, so use another checkpoint or a machine with "
+                       "more memory");
   serial::GPT gpt(config, core::cpu_context(), 0, {.values = model::InitialValues::loaded});
   train::load_weights(a.checkpoint, config, gpt.params());
   const auto tokenizer = train::tokenizer_in(a.checkpoint);  // the checkpoint's own, else bytes
-  world.print0("%s%s\n", a.prompt.c_str(), train::sample_text(gpt, a.prompt, s, tokenizer.get()).c_str());
-  return 0;
+  // Rank 0 prints the prompt and then each token as it is made; the prompt waits for the first token,
+  // so a prompt the model cannot read (refused by sample_text) prints nothing.
+  const bool prints = world.rank() == 0;
+  bool started = false;
+  auto print = [&](const std::string& piece) {
+    if (!prints) return;
+    if (!std::exchange(started, true)) train::print_text(a.prompt);
+    train::print_text(piece);
+  };
+  const train::Sample sample = train::sample_text(gpt, a.prompt, s, tokenizer.get(), {.on_text = print, .stop = &stop});
+  if (prints) train::print_text(started ? "\n" : a.prompt + "\n");
+  if (sample.stopped_by == 0) return 0;
+  if (prints) {  // stdout holds the text alone
+    std::fprintf(stderr, "stopped by %s after %d of %d tokens (exit code %d)\n",
+                 train::StopSignals::name(sample.stopped_by), sample.tokens, s.tokens, train::kExitStopped);
+  }
+  return train::kExitStopped;
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 // optimus train: train a GPT on a text file (chapter 1; the trainer is train/trainer.h).
+#include <charconv>
+#include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.h"
@@ -42,9 +45,13 @@ void add_optimization(CLI::App* cmd, train::TrainOptions& t) {
                   "up to the whole batch's")
       ->capture_default_str();
   cmd->add_option("--steps", t.steps, "optimizer steps")->capture_default_str();
-  cmd->add_option("--warmup", t.warmup, "linear warm-up steps")->capture_default_str();
+  cmd->add_option("--warmup", t.warmup,
+                  "linear warm-up steps to --lr, then a cosine decay to --min-lr at the last step (a run of fewer "
+                  "--steps ends on the ramp)")
+      ->capture_default_str();
   cmd->add_option("--lr", t.lr, "peak learning rate")->capture_default_str();
-  cmd->add_option("--min-lr", t.min_lr, "learning rate at the end of the cosine decay")->capture_default_str();
+  cmd->add_option("--min-lr", t.min_lr,
+                  "learning rate at the end of the cosine decay, at most --lr (default: a tenth of --lr)");
   cmd->add_option("--weight-decay", t.adamw.weight_decay, "AdamW weight decay (2-D weights only)")
       ->capture_default_str();
   cmd->add_option("--beta1", t.adamw.beta1, "AdamW beta1")->capture_default_str();
@@ -61,7 +68,10 @@ void add_reporting(CLI::App* cmd, train::TrainOptions& t) {
   cmd->add_option("--checkpoint-interval", t.checkpoint_interval, "save every N steps (0: at the end)")
       ->capture_default_str();
   cmd->add_option("--keep", t.keep, "keep the newest K step checkpoints (0: all)")->capture_default_str();
-  cmd->add_option("--sample", t.sample_tokens, "print a sample of N bytes at the end")->capture_default_str();
+  cmd->add_option("--sample", t.sample_tokens,
+                  "print a sample of N tokens (bytes, or the tokenizer's) at the end, as they are made; SIGTERM or "
+                  "SIGUSR1 cuts it short and the finished run still exits 0")
+      ->capture_default_str();
   cmd->add_option("--progress", t.progress,
                   "live (one line rewritten in place), lines, or auto: live when one process writes to a terminal "
                   "(under mpirun every rank sees a terminal, so auto means lines there: pass live)")
@@ -93,9 +103,25 @@ void add_train(CLI::App* cmd, TrainArgs& a) {
   train::add_device_flags(cmd, t.device);
 }
 
+// A tenth of x, taken of its shortest decimal, so that a tenth of 1e-3 is the float 1e-4 exactly.
+float tenth(float x) {
+  char text[32];
+  return static_cast<float>(
+      std::strtod(std::string(text, std::to_chars(text, text + sizeof text, x).ptr).c_str(), nullptr) / 10);
+}
+
 int run_train(comm::World& world, TrainArgs& a, CLI::App& cmd) {
   train::TrainOptions& t = a.options;
+  require_path_length("--config", a.config);
   if (!a.config.empty()) train::apply_json_config(cmd, a.config);
+  for (const auto& [flag, path] : {std::pair{"--data", &t.data},
+                                   {"--val", &t.val},
+                                   {"--out", &t.out},
+                                   {"--resume", &t.resume},
+                                   {"--init-from", &t.init_from}}) {
+    require_path_length(flag, *path);
+  }
+  if (cmd.get_option("--min-lr")->count() == 0) t.min_lr = tenth(t.lr);  // given on the command line or in --config
   if (t.data.empty()) throw core::ConfigError("--data is required (on the command line or in --config); see --help");
   train::require_one_way_to_start(t);  // before --init-from's checkpoint is read
   if (!t.init_from.empty()) {

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <numeric>
 #include <vector>
 
+#include "core/errors.h"
 #include "core/philox.h"
 #include "train/data.h"
 
@@ -32,23 +34,40 @@ static int pick_token(const float* logits, int V, const SampleOptions& o, uint64
   return ids[static_cast<size_t>(k - 1)];
 }
 
-std::string sample_text(serial::GPT& gpt, const std::string& prompt, const SampleOptions& options,
-                        const text::Tokenizer* tokenizer) {
+Sample sample_text(serial::GPT& gpt, const std::string& prompt, const SampleOptions& options,
+                   const text::Tokenizer* tokenizer, const SampleStream& stream) {
   const int T = gpt.config().n_positions, V = gpt.config().vocab_size;
   std::vector<int> context = tokenizer ? tokenizer->encode(prompt) : encode(prompt);
   if (context.empty()) context = tokenizer ? tokenizer->encode("\n") : encode("\n");
-  std::vector<int> window(static_cast<size_t>(T)), dummy_targets(static_cast<size_t>(T), 0), generated;
-  for (int n = 0; n < options.tokens; ++n) {
+  if (const int top = *std::max_element(context.begin(), context.end()); top >= V) {
+    throw core::ConfigError("the prompt holds the token " + std::to_string(top) + (tokenizer ? "" : " (a byte)") +
+                            ", past the model's vocabulary of " + std::to_string(V) +
+                            " tokens; give a prompt of tokens below " + std::to_string(V));
+  }
+  std::vector<int> window(static_cast<size_t>(T)), dummy_targets(static_cast<size_t>(T), 0);
+  Sample sample;
+  for (; sample.tokens < options.tokens; ++sample.tokens) {
+    // Asked before each token's forward pass: a stop ends the sample within one pass of arriving.
+    if (stream.stop != nullptr) sample.stopped_by = stream.stop->received();
+    if (sample.stopped_by != 0) break;
     const int len = std::min(static_cast<int>(context.size()), T);
     std::fill(window.begin(), window.end(), 0);
     std::copy(context.end() - len, context.end(), window.begin());
     gpt.forward(window.data(), dummy_targets.data(), 1, T, 0, /*train=*/false);
     const float* row = gpt.activations().logits.data() + static_cast<int64_t>(len - 1) * V;
-    const int next = pick_token(row, V, options, static_cast<uint64_t>(n));
+    const int next = pick_token(row, V, options, static_cast<uint64_t>(sample.tokens));
     context.push_back(next);
-    generated.push_back(next);
+    // Both decoders are a token's bytes in order, so the pieces join into the whole text's decoding.
+    const std::string piece = tokenizer ? tokenizer->decode({next}) : decode({next});
+    sample.text += piece;
+    if (stream.on_text) stream.on_text(piece);
   }
-  return tokenizer ? tokenizer->decode(generated) : decode(generated);
+  return sample;
+}
+
+void print_text(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
 }
 
 bool has_tokenizer(const std::string& dir) {

@@ -7,10 +7,10 @@ namespace optimus::train {
 
 namespace {
 
-volatile std::sig_atomic_t received = 0;  // the last stop signal this process received, or 0
+volatile std::sig_atomic_t received_signal = 0;  // the last stop signal this process received, or 0
 
 extern "C" void on_stop_signal(int signal) {
-  received = signal;
+  received_signal = signal;
 }
 
 }  // namespace
@@ -22,13 +22,17 @@ StopSignals::StopSignals() {
   action.sa_flags = SA_RESTART;  // a signal must not fail a read or a collective half-way
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGUSR1, &action, nullptr);
-  received = 0;
+  received_signal = 0;
 }
 
 int StopSignals::agreed(comm::World& world) const {
-  int signal = received;
+  int signal = received_signal;
   world.comm().all_reduce(&signal, 1, comm::ReduceOp::max);
   return signal;
+}
+
+int StopSignals::received() const {
+  return received_signal;
 }
 
 const char* StopSignals::name(int signal) {

@@ -243,6 +243,10 @@ void require_usable_settings(const TrainOptions& o) {
   };
   check(std::isfinite(o.lr) && o.lr > 0, "the learning rate (--lr)", "positive", f(o.lr));
   check(std::isfinite(o.min_lr) && o.min_lr >= 0, "the final learning rate (--min-lr)", "0 or more", f(o.min_lr));
+  if (o.min_lr > o.lr) {  // the cosine would rise from --lr to --min-lr
+    throw core::ConfigError("the final learning rate (--min-lr) must be at most the peak learning rate (--lr " +
+                            f(o.lr) + "), but is " + f(o.min_lr) + "; the cosine decays from --lr to --min-lr");
+  }
   check(std::isfinite(o.adamw.weight_decay) && o.adamw.weight_decay >= 0, "--weight-decay", "0 or more",
         f(o.adamw.weight_decay));
   check(o.adamw.beta1 >= 0 && o.adamw.beta1 < 1, "--beta1", "in [0, 1)", f(o.adamw.beta1));
@@ -258,7 +262,7 @@ void require_usable_settings(const TrainOptions& o) {
                                                 {"--inject-nan-at-step", o.inject_nan_at_step}};
   for (const auto& [flag, v] : counts) check(v >= 0, flag, "0 or more", std::to_string(v));
   check(o.inject_nan_into == "loss" || o.inject_nan_into == "gradient", "--inject-nan-into", "loss or gradient",
-        o.inject_nan_into);
+        "'" + o.inject_nan_into.substr(0, 40) + "'");
 }
 
 // Whether rank 0 could make and write the output folder, and whether it holds an earlier run that
@@ -269,6 +273,11 @@ void check_out_folder(const TrainOptions& o, comm::World& world) {
   world.agree_on([&] {
     if (world.rank() != 0) return;
     std::error_code ec;
+    (void)fs::status(o.out, ec);  // a name past the filesystem's length, a loop of links: nothing can be made there
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+      throw core::ConfigError("cannot write the output folder " + o.out + " (" + ec.message() +
+                              "); choose --out a folder you can write");
+    }
     fs::path existing = fs::absolute(o.out, ec);  // the folder, or the nearest parent that exists
     while (!fs::exists(existing, ec) && existing.has_relative_path()) existing = existing.parent_path();
     if (!fs::is_directory(existing, ec) || ::access(existing.c_str(), W_OK | X_OK) != 0) {
@@ -468,8 +477,11 @@ std::string step_metrics(int step, const StepOutcome& s, float lr, double ms, do
 }
 
 // Sampling needs the whole vocabulary's logits: rank 0 loads the run's last checkpoint into a
-// serial model and prints a sample of --sample tokens.
-void print_sample(const TrainOptions& o, comm::World& world, const std::string& last_dir) {
+// serial model and prints a sample of --sample tokens as they are made. The run has finished, so a
+// stop signal (during the sample, or during the last step, which the loop no longer heeds) only cuts
+// the sample short, with a line that says so: the exit code stays 0, since a run stopped with 75
+// would be resumed, and a finished run has no step left to resume.
+void print_sample(const TrainOptions& o, comm::World& world, const std::string& last_dir, const StopSignals& stop) {
   if (o.sample_tokens <= 0 || world.rank() != 0 || last_dir.empty()) return;
   serial::GPT sampler(o.model, core::cpu_context(), o.seed, {.values = model::InitialValues::loaded});
   load_weights(last_dir, o.model, sampler.params());
@@ -477,7 +489,13 @@ void print_sample(const TrainOptions& o, comm::World& world, const std::string& 
   so.tokens = o.sample_tokens;
   so.seed = o.seed;
   const auto tokenizer = tokenizer_in(last_dir);
-  world.print0("sample:\n%s\n", sample_text(sampler, "\n", so, tokenizer.get()).c_str());
+  world.print0("sample:\n");
+  const Sample sample = sample_text(sampler, "\n", so, tokenizer.get(), {.on_text = print_text, .stop = &stop});
+  world.print0("\n");
+  if (sample.stopped_by == 0) return;
+  world.print0(
+      "sample cut short by %s after %d of %d tokens; the run had finished, its checkpoint is %s (exit code 0)\n",
+      StopSignals::name(sample.stopped_by), sample.tokens, so.tokens, last_dir.c_str());
 }
 
 // What a run holds besides the model while it trains: the data, the output folder, the log.
@@ -548,7 +566,7 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
   if (start == 0 && !o.init_from.empty()) validate(run, gpt, 0);  // the weights the run starts from
   std::vector<int> inputs(static_cast<size_t>(B) * T), targets(inputs.size());
   const auto run_start = std::chrono::steady_clock::now();
-  const StopSignals stop;  // from here on SIGTERM and SIGUSR1 stop the run at the next step's end
+  const StopSignals stop;  // from here on SIGTERM and SIGUSR1 stop the run at the next step's end (or the sample)
   for (int step = start; step < o.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     sample_batch(inputs.data(), targets.data(), train_data, B, T, o.seed, static_cast<uint64_t>(step));
@@ -564,7 +582,7 @@ int run_training(const TrainOptions& o, comm::World& world, const DataParallel& 
     metrics.write(step_metrics(step + 1, s, lr, ms, 1000.0 * B * T / ms, *gpt.context().ledger));
     if (const int code = after_step(run, gpt, opt, step + 1, stop); code >= 0) return code;
   }
-  print_sample(o, world, run.last_dir);
+  print_sample(o, world, run.last_dir, stop);
   return 0;
 }
 
@@ -668,7 +686,7 @@ int train(TrainOptions o, comm::World& world) {
   require_data_parallel_fits(o.layout, world.size(), D, B, o.grad_accum, T, o.stage, o.device.device);
   note_unused_overlap(world, o.stage.overlap, o.layout, D);
   if (o.progress != "auto" && o.progress != "live" && o.progress != "lines") {
-    throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress + "'");
+    throw core::ConfigError("--progress must be auto, live or lines, but is '" + o.progress.substr(0, 40) + "'");
   }
 
   // Every rank reads the data itself: one that cannot (a file missing on its node) fails them all.

@@ -917,6 +917,137 @@ case_resume_data_parallel_differs() {
   grep -F "not bitwise" "$tmp/out" >/dev/null || fail "the note does not say the run is not bitwise"
 }
 
+# ---- stop signals during a sample, the schedule, long values ------------------------------------------
+# signal_mid_sample SIGNAL MARKER COMMAND...: runs COMMAND in the background (stdout to $tmp/sample,
+# stderr to $tmp/sample.err) under job control, so that it keeps SIGINT (a script's background job
+# ignores it); waits until $tmp/sample holds MARKER and 200 bytes after it (so the sample is under
+# way: the signal lands mid-sample; 120 s at most), sends SIGNAL, and gives the command 20 s to end.
+# Sets rc (its exit code) and stop_s (seconds from the signal to its end).
+signal_mid_sample() {
+  local signal=$1 marker=$2 i at pid start
+  shift 2
+  set -m
+  "$@" >"$tmp/sample" 2>"$tmp/sample.err" &
+  pid=$!
+  set +m
+  for ((i = 0; i < 1200; ++i)); do
+    at=$(grep -a -b -m1 -F -- "$marker" "$tmp/sample" | cut -d: -f1)
+    [[ -n $at ]] && (($(stat -c %s "$tmp/sample") >= at + ${#marker} + 200)) && break
+    kill -0 "$pid" 2>/dev/null || fail "the command ended before its sample was under way: $(tail -c 300 "$tmp/sample.err")"
+    sleep 0.1
+  done
+  ((i < 1200)) || fail "no sample under way within 120 s"
+  start=$EPOCHREALTIME
+  kill -"$signal" "$pid"
+  for ((i = 0; i < 200; ++i)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -0 "$pid" 2>/dev/null && fail "SIG$signal did not end the command within 20 s"
+  wait "$pid"
+  rc=$?
+  stop_s=$(/usr/bin/python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$start" \
+    "$EPOCHREALTIME")
+}
+
+# A stop signal during train --sample, after the last checkpoint: the sample ends within 20 s (it would
+# run for hours), with the tokens made so far printed and a line that says so; the run had finished,
+# so it exits 0 (75 would have a scheduler resume a run with no step left).
+case_train_sample_stopped() {
+  local rc stop_s at_text at_line tokens
+  signal_mid_sample TERM $'sample:\n' "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --sample 100000000 \
+    --data "$ws/text.txt" --out "$ws/sampled"
+  grep -a '^sample cut short' "$tmp/sample"
+  echo "SIGTERM 200 bytes into the sample: train exited $rc, $stop_s s after the signal"
+  ((rc == 0)) || fail "the finished run exited $rc, not 0"
+  grep -aq '^sample cut short by SIGTERM after [0-9]* of 100000000 tokens; the run had finished' "$tmp/sample" ||
+    fail "no line says the sample was cut short"
+  tokens=$(grep -a '^sample cut short' "$tmp/sample" | sed 's/.* after \([0-9]*\) of .*/\1/')
+  at_text=$(($(grep -a -b -m1 '^sample:$' "$tmp/sample" | cut -d: -f1) + 8))
+  at_line=$(grep -a -b '^sample cut short' "$tmp/sample" | tail -n 1 | cut -d: -f1)
+  ((at_line - 1 - at_text == tokens && tokens >= 200)) ||
+    fail "the sample printed $((at_line - 1 - at_text)) bytes, but the line says $tokens tokens (at least 200)"
+}
+
+# optimus sample, sent SIGTERM, SIGUSR1 or SIGINT 200 bytes into a sample of 10^8 tokens: it ends
+# within 20 s. SIGTERM and SIGUSR1 (the stop signals) leave the prompt and the tokens made so far on
+# stdout and one line on stderr, exit code 75; SIGINT ends it at once, as a shell's Ctrl-C does (130).
+case_sample_stopped() {
+  local rc stop_s signal tokens
+  for signal in TERM USR1; do
+    signal_mid_sample "$signal" 'The ' "$optimus" sample --checkpoint "$good" --prompt 'The ' --tokens 100000000
+    cat "$tmp/sample.err"
+    echo "SIG$signal 200 bytes into the sample: sample exited $rc, $stop_s s after the signal"
+    ((rc == 75)) || fail "sample exited $rc after SIG$signal, not 75"
+    grep -q "^stopped by SIG$signal after [0-9]* of 100000000 tokens (exit code 75)$" "$tmp/sample.err" ||
+      fail "no stop line on stderr"
+    tokens=$(sed 's/.* after \([0-9]*\) of .*/\1/' "$tmp/sample.err")
+    (($(stat -c %s "$tmp/sample") == 4 + tokens + 1 && tokens >= 200)) ||
+      fail "stdout has $(stat -c %s "$tmp/sample") bytes, not the prompt, $tokens tokens (at least 200) and a newline"
+  done
+  signal_mid_sample INT 'The ' "$optimus" sample --checkpoint "$good" --prompt 'The ' --tokens 100000000
+  echo "SIGINT 200 bytes into the sample: sample exited $rc, $stop_s s after the signal"
+  ((rc == 130)) || fail "sample exited $rc after SIGINT, not 130 (ended by the signal)"
+}
+
+case_min_lr_above_lr() {
+  refused "the final learning rate (--min-lr) must be at most the peak learning rate (--lr 0.001), but is 1" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --lr 0.001 --min-lr 1 --data "$ws/text.txt" --out "$ws/new_run"
+}
+
+# --lr below the old fixed --min-lr default (1e-4), alone: accepted, and the cosine ends at a tenth of it
+# (the last step's learning rate is --min-lr exactly).
+case_lr_alone_default_min_lr() {
+  "$optimus" train "${model[@]}" --eval-batches 1 --progress lines --log-interval 1 --steps 3 --warmup 0 --lr 5e-5 \
+    --data "$ws/text.txt" --out "$ws/low_lr" >"$tmp/out" 2>&1 || fail "train --lr 5e-5 failed: $(cat "$tmp/out")"
+  grep 'lr ' "$tmp/out"
+  grep -q '"step": 3, .*"lr": 5e-06,' "$ws/low_lr/metrics.jsonl" || fail "the last step's learning rate is not 5e-06"
+}
+
+# sample refuses a model past this machine's memory (here n_positions 2^20) with remedies of its own:
+# no --batch, no more processes (sample has neither).
+case_sample_past_memory() {
+  local ckpt
+  ckpt=$(copy_of_good long_positions)
+  set_config n_positions 1048576 "$ckpt"
+  refused "; sample runs the whole model in one process, so use another checkpoint or a machine with more memory" \
+    "$optimus" sample --checkpoint "$ckpt" --tokens 5
+  ! grep -E -- '--batch|--seq|--layers|--embd|processes' "$tmp/out" || fail "the message names what sample lacks"
+}
+
+# A prompt holding a byte past a 100-token model's vocabulary (which would be read past its embedding).
+case_sample_prompt_past_vocabulary() {
+  "$optimus" init --layers 1 --embd 32 --heads 2 --seq 16 --vocab 100 --out "$ws/vocab100" >/dev/null ||
+    fail "optimus init --vocab 100 failed"
+  refused "the prompt holds the token 122 (a byte), past the model's vocabulary of 100 tokens" \
+    "$optimus" sample --checkpoint "$ws/vocab100" --prompt zz --tokens 5
+  [[ $(head -c 6 "$tmp/out") == error: ]] || fail "the refused sample printed something before its error line"
+}
+
+# Values of 100 000 characters: each message shows 40 of them (a path also its length), one short line.
+case_long_values_cut() {
+  local long
+  long=$(head -c 100000 /dev/zero | tr '\0' x)
+  refused "--data '${long:0:40}...' is 100000 characters long, more than a path can have" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --data "$long" --out "$ws/new_run"
+  (($(wc -c <"$tmp/out") < 300)) || fail "the message is $(wc -c <"$tmp/out") bytes long"
+  refused "--checkpoint '${long:0:40}...' is 100000 characters long" "$optimus" sample --checkpoint "$long"
+  (($(wc -c <"$tmp/out") < 300)) || fail "the message is $(wc -c <"$tmp/out") bytes long"
+  refused "--progress must be auto, live or lines, but is '${long:0:40}'" \
+    "$optimus" train "${model[@]}" --progress "$long" --data "$ws/text.txt" --out "$ws/new_run"
+  (($(wc -c <"$tmp/out") < 300)) || fail "the message is $(wc -c <"$tmp/out") bytes long"
+}
+
+# An --out whose last name is longer than a folder's can be (255 bytes): refused before the model is
+# built, not after the first step when the folder is made.
+case_out_name_too_long() {
+  local long
+  long=$(head -c 300 /dev/zero | tr '\0' x)
+  refused "cannot write the output folder $ws/$long (File name too long); choose --out a folder you can write" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" --out "$ws/$long"
+  ! grep -q '^training ' "$tmp/out" || fail "the run began before the refusal"
+}
+
 declare -F "case_$name" >/dev/null || fail "no case '$name'"
 "case_$name"
 echo "PASS: $name"
