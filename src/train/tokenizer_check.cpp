@@ -62,7 +62,7 @@ std::string tokenizer_of(const TokenFile& data) {
 CheckpointTokenizer checkpoint_tokenizer(const std::string& dir) {
   namespace fs = std::filesystem;
   model::require_checkpoint_directory(dir);
-  CheckpointTokenizer t{dir, "", false, has_tokenizer(dir)};
+  CheckpointTokenizer t{dir, "", has_tokenizer(dir)};
   const model::MappedSafeTensors weights((fs::path(dir) / model::kWeightsFile).string());
   const std::string files = t.has_files ? text::fingerprint_text(text::read_tokenizer_files(dir).fingerprint) : "";
   const auto it = weights.metadata().find(model::kTokenizerKey);
@@ -76,7 +76,6 @@ CheckpointTokenizer checkpoint_tokenizer(const std::string& dir) {
                       "use another checkpoint");
   }
   t.fingerprint = it->second;
-  t.recorded = true;
   if (t.has_files && t.fingerprint != model::kNoTokenizer && t.fingerprint != files) {
     throw ConfigError("the checkpoint " + dir + " was trained on " + named(t.fingerprint) +
                       ", but its vocab.json and merges.txt are " + named(files) + "; " +

@@ -19,7 +19,6 @@ std::string tokenizer_of(const TokenFile& data);
 struct CheckpointTokenizer {
   std::string dir;
   std::string fingerprint;  // "bytes", 16 hexadecimal digits, "none" (untrained: any), or "" (not known)
-  bool recorded = false;    // model.safetensors records it (else it comes from the tokenizer files, if any)
   bool has_files = false;   // the folder holds a tokenizer (vocab.json and merges.txt)
 };
 
