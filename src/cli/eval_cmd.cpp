@@ -10,6 +10,7 @@
 #include "train/device.h"
 #include "train/layout.h"
 #include "train/memory_check.h"
+#include "train/tokenizer_check.h"
 #include "train/trainer.h"
 
 namespace optimus::cli {
@@ -25,7 +26,7 @@ struct EvalArgs {
 
 void add_eval(CLI::App* cmd, EvalArgs& a) {
   cmd->add_option("--checkpoint", a.checkpoint, "checkpoint folder (config.json + model.safetensors)")->required();
-  cmd->add_option("--data", a.data, "text file")->required();
+  cmd->add_option("--data", a.data, "text file, or token file of the checkpoint's tokenizer")->required();
   cmd->add_option("--batch", a.batch, "sequences per batch B")->capture_default_str();
   cmd->add_option("--seq", a.seq, "sequence length T")->capture_default_str();
   cmd->add_option("--batches", a.batches, "batches: batch k row b reads tokens [(kB+b)T, (kB+b+1)T]")
@@ -47,11 +48,17 @@ int run_eval(comm::World& world, EvalArgs& a, CLI::App&) {
   }
   train::require_batch_fits(a.layout, B, world.size());
   train::TokenFile data;
+  train::CheckpointTokenizer tokenizer;
   const uint64_t max_bytes = train::data_bytes_per_process(world);
+  const std::string checkpoint = "the checkpoint " + a.checkpoint;
   world.agree_on([&] {
     data = train::TokenFile::load(a.data, world.size(), max_bytes);
+    tokenizer = train::checkpoint_tokenizer(a.checkpoint);
+    train::require_checkpoint_reads(tokenizer, checkpoint, data, "--data");  // the ids of the model's tokenizer,
+    train::require_vocabulary_holds(data, config.vocab_size, checkpoint);    // each a row of its wte
     train::require_tokens_for_eval(data, B, T, a.batches);
   });
+  train::note_unknown_tokenizer(world, tokenizer, checkpoint);
   const core::Context ctx = train::make_context(a.device, world);
   std::unique_ptr<comm::Communicator> device;  // outlives the model
   // Built without initial values: the checkpoint's are loaded next.

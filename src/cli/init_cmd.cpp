@@ -31,15 +31,17 @@ void add_init(CLI::App* cmd, InitArgs& a) {
 
 // Draws each canonical tensor whole and writes it at once, one tensor at a time: no model is built,
 // and the disk takes a tensor while the next is drawn. The values are the serial model's (its shard
-// spec is the whole tensor), so every layout starts from this checkpoint's weights.
+// spec is the whole tensor), so every layout starts from this checkpoint's weights. Trained on
+// nothing, the model records no tokenizer of its own ("none"): it takes any whose ids fit its vocabulary.
 void write_initial_model(const InitArgs& a) {
   const std::vector<model::ParamInfo> infos = model::canonical_parameters(a.model);
   std::vector<float> values;
-  model::save_model(a.out, a.model, [&](size_t k) {
+  const auto draw = [&](size_t k) {
     values.resize(static_cast<size_t>(infos[k].shape.numel()));
     model::draw_shard(values.data(), infos[k], model::ShardSpec::whole(infos[k].shape), a.seed);
     return values.data();
-  });
+  };
+  model::save_model(a.out, a.model, draw, {{model::kTokenizerKey, model::kNoTokenizer}});
 }
 
 int run_init(comm::World& world, InitArgs& a, CLI::App&) {

@@ -8,10 +8,12 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/errors.h"
+#include "model/checkpoint.h"
 #include "serial/gpt.h"
 #include "train/checkpointing.h"
 #include "train/sample.h"
 #include "train/stop_signals.h"
+#include "train/tokenizer_check.h"
 
 namespace optimus::cli {
 
@@ -34,6 +36,20 @@ void add_sample(CLI::App* cmd, SampleArgs& a) {
   cmd->add_option("--seed", a.options.seed, "sampling seed")->capture_default_str();
 }
 
+// The prompt is encoded and the sample decoded by the checkpoint's tokenizer files, or as bytes
+// without them: those must be the tokenizer it was trained on.
+void require_own_tokenizer(const comm::World& world, const std::string& dir) {
+  const train::CheckpointTokenizer t = train::checkpoint_tokenizer(dir);  // its files, if any, are its tokenizer
+  if (!t.has_files && !t.fingerprint.empty() && t.fingerprint != model::kByteTokenizer &&
+      t.fingerprint != model::kNoTokenizer) {
+    throw core::ConfigError("the checkpoint " + dir + " was trained on tokenizer " + t.fingerprint +
+                            ", but holds no vocab.json and merges.txt to turn text into its ids and back; copy "
+                            "that tokenizer's files into " +
+                            dir);
+  }
+  train::note_unknown_tokenizer(world, t, "the checkpoint " + dir);
+}
+
 int run_sample(comm::World& world, SampleArgs& a, CLI::App&) {
   const train::SampleOptions& s = a.options;
   require_path_length("--checkpoint", a.checkpoint);
@@ -52,6 +68,7 @@ int run_sample(comm::World& world, SampleArgs& a, CLI::App&) {
       checkpoint_model(world, a.checkpoint, 1, 1,
                        "sample runs the whole model in one process, so use another checkpoint or a machine with "
                        "more memory");
+  require_own_tokenizer(world, a.checkpoint);
   serial::GPT gpt(config, core::cpu_context(), 0, {.values = model::InitialValues::loaded});
   train::load_weights(a.checkpoint, config, gpt.params());
   const auto tokenizer = train::tokenizer_in(a.checkpoint);  // the checkpoint's own, else bytes

@@ -18,6 +18,16 @@ namespace optimus::model {
 inline constexpr const char* kConfigFile = "config.json";
 inline constexpr const char* kWeightsFile = "model.safetensors";
 
+/// The tokenizer whose ids a checkpoint's model reads, an entry of model.safetensors' metadata
+/// (beside the weights whose rows it names; transformers ignores it): "bytes" (the byte tokenizer:
+/// a text file's bytes), the 16 hexadecimal digits of a BPE tokenizer's fingerprint (the one its
+/// token files record, text/tokenizer_folder.h), or "none" (an untrained model: any tokenizer whose
+/// ids fit its vocabulary). A checkpoint without the entry (an older one, or one saved by another
+/// program) is told by its tokenizer files when it has them, and is otherwise not known.
+inline constexpr const char* kTokenizerKey = "tokenizer_fingerprint";
+inline constexpr const char* kByteTokenizer = "bytes";
+inline constexpr const char* kNoTokenizer = "none";
+
 /// The model's tensors in canonical order, canonical_parameters(config): params[k] holds parameter
 /// k's elements, row-major in its canonical shape.
 using CanonicalParams = std::vector<std::vector<float>>;

@@ -1,6 +1,7 @@
 // A tokenizer folder: read and checked, recorded in token files, written into a folder.
 #include "text/tokenizer_folder.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <string_view>
 #include <utility>
@@ -50,7 +51,7 @@ TokenizerFiles read_tokenizer_files(const std::string& dir, Tokenizer* loaded) {
   TokenizerFiles t;
   t.dir = dir;
   t.vocab_json = io::read_whole_file((fs::path(dir) / "vocab.json").string(), "the tokenizer's vocabulary",
-                                        kMaxTokenizerFileBytes);
+                                     kMaxTokenizerFileBytes);
   t.merges_txt =
       io::read_whole_file((fs::path(dir) / "merges.txt").string(), "the tokenizer's merges", kMaxTokenizerFileBytes);
   t.vocab_size = tokenizer.vocab_size();
@@ -58,6 +59,12 @@ TokenizerFiles read_tokenizer_files(const std::string& dir, Tokenizer* loaded) {
   t.fingerprint = fingerprint(t.vocab_json, t.merges_txt);
   if (loaded != nullptr) *loaded = std::move(tokenizer);
   return t;
+}
+
+std::string fingerprint_text(uint64_t fingerprint) {
+  char digits[17];
+  std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(fingerprint));
+  return digits;
 }
 
 void stamp(TokenFileHeader& h, const TokenizerFiles& t) {
@@ -69,7 +76,9 @@ void stamp(TokenFileHeader& h, const TokenizerFiles& t) {
 void require_written_with(const TokenFileHeader& h, const std::string& token_path, const TokenizerFiles& t) {
   auto refuse = [&](const std::string& mismatch) {
     throw core::ConfigError("the token file '" + token_path + "' " + mismatch +
-                            "; the files do not belong together — tokenize the text again with that tokenizer");
+                            "; the files do not belong together — tokenize the text again with that tokenizer "
+                            "(optimus tokenize --tokenizer " +
+                            t.dir + " --input FILE --out FOLDER)");
   };
   if (h.vocab_size != static_cast<uint32_t>(t.vocab_size)) {
     refuse("holds ids of a vocabulary of " + std::to_string(h.vocab_size) + " tokens, but the tokenizer in " + t.dir +
@@ -80,7 +89,8 @@ void require_written_with(const TokenFileHeader& h, const std::string& token_pat
            "/merges.txt has " + std::to_string(t.merges));
   }
   if (h.tokenizer_fingerprint != 0 && h.tokenizer_fingerprint != t.fingerprint) {
-    refuse("was written with another vocab.json or merges.txt than those in " + t.dir);
+    refuse("was written with another vocab.json or merges.txt (tokenizer " + fingerprint_text(h.tokenizer_fingerprint) +
+           ") than those in " + t.dir + " (tokenizer " + fingerprint_text(t.fingerprint) + ")");
   }
 }
 

@@ -27,6 +27,9 @@ struct TokenizerFiles {
 /// the tokenizer is moved into it.
 TokenizerFiles read_tokenizer_files(const std::string& dir, Tokenizer* loaded = nullptr);
 
+/// A fingerprint as checkpoints record it and messages show it: 16 lowercase hexadecimal digits.
+std::string fingerprint_text(uint64_t fingerprint);
+
 /// Records `t` in a header of a token file written with it.
 void stamp(TokenFileHeader& h, const TokenizerFiles& t);
 

@@ -86,7 +86,10 @@ class CheckpointGathers {
 // each tensor written as it is gathered.
 void write_checkpoint(const std::string& dir, const model::GPTConfig& config, const model::ParamSet& params,
                       const AdamW* opt, const TrainState& state, CheckpointGathers& gathers) {
-  model::save_model(dir, config, [&](size_t k) { return gathers.gather(k); });
+  model::Metadata whose_ids;  // the tokenizer the model reads, beside its weights
+  if (!state.tokenizer.empty()) whose_ids[model::kTokenizerKey] = state.tokenizer;
+  const auto gathered = [&](size_t k) { return gathers.gather(k); };
+  model::save_model(dir, config, gathered, whose_ids);
   if (opt == nullptr) return;
   std::vector<model::TensorHeader> moments;
   for (const auto& t : params.tensors) {

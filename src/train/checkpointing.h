@@ -21,13 +21,15 @@ struct TrainState {
   std::string layout;     // the layout that wrote it (train::to_string), for information
   std::string flags;      // the settings a bitwise continuation depends on, "batch=8 seq=128 …"
   int data_parallel = 0;  // the copies of the model that trained it (0: not recorded)
+  std::string tokenizer;  // whose ids the model reads (model/checkpoint.h, kTokenizerKey); "": not known
 };
 
 /// Collective over the world: gathers every shard into canonical tensors over `model_group` (the
 /// ranks of one model copy, spec_of's ranks; the world when null) and rank 0 writes config.json,
 /// model.safetensors and (when opt is given) train_state.safetensors into dir, each tensor as soon
-/// as it is gathered (a rank holds one canonical tensor at a time besides its shards). A failure to
-/// write on rank 0 is a ConfigError on every rank.
+/// as it is gathered (a rank holds one canonical tensor at a time besides its shards); the state's
+/// tokenizer goes into model.safetensors' metadata. A failure to write on rank 0 is a ConfigError on
+/// every rank.
 void save_checkpoint(const std::string& dir, const model::GPTConfig& config, const model::ParamSet& params,
                      const model::SpecOfRank& spec_of, comm::World& world, const AdamW* opt, const TrainState& state,
                      comm::Communicator* model_group = nullptr);

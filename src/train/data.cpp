@@ -184,6 +184,13 @@ void eval_batch(int* inputs, int* targets, const TokenFile& data, int B, int T, 
   }
 }
 
+void require_vocabulary_holds(const TokenFile& data, int vocab_size, const std::string& model) {
+  if (data.vocab_size <= vocab_size) return;
+  throw ConfigError(data.describe() + " holds ids up to " + std::to_string(data.vocab_size - 1) + " (a vocabulary of " +
+                    std::to_string(data.vocab_size) + "), past the vocabulary of " + std::to_string(vocab_size) +
+                    " of " + model + "; tokenize the data for this model or use another checkpoint");
+}
+
 void require_tokens_for_training(const TokenFile& data, int T) {
   if (data.tokens.size() < static_cast<size_t>(T) + 1) {
     throw ConfigError(data.describe() + " has " + std::to_string(data.tokens.size()) +

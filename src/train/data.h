@@ -89,6 +89,13 @@ void sample_batch(int* inputs, int* targets, const TokenFile& data, int B, int T
 /// The file must hold at least ((k+1)B)T + 1 tokens.
 void eval_batch(int* inputs, int* targets, const TokenFile& data, int B, int T, int k);
 
+/// The rule that keeps every id a model reads inside its vocabulary (sample_batch and eval_batch
+/// refuse an id at or past the file's own): throws ConfigError unless the vocabulary `data`'s ids
+/// come from (256 for text, a token file's tokenizer's) is at most `vocab_size`, the vocabulary of
+/// `model` (for the message: "--init-from DIR", "the checkpoint DIR"). An id past a model's
+/// vocabulary would otherwise look up no row (a zero embedding) instead of failing.
+void require_vocabulary_holds(const TokenFile& data, int vocab_size, const std::string& model);
+
 /// Checks (before any work) that `data` is long enough for sampling windows of T + 1, or for
 /// `eval_batches` evaluation batches; throws ConfigError naming the file, its length and the need.
 void require_tokens_for_training(const TokenFile& data, int T);

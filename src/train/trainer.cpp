@@ -35,6 +35,7 @@
 #include "train/sample.h"
 #include "train/step.h"
 #include "train/stop_signals.h"
+#include "train/tokenizer_check.h"
 
 namespace optimus::train {
 
@@ -152,7 +153,8 @@ std::string save_step_checkpoint(const TrainOptions& o, const model::Model& gpt,
   try {
     if (world.rank() == 0) fs::remove_all(tmp_dir);
     save_checkpoint(tmp_dir.string(), o.model, gpt.params(), gpt.spec_of(), world, &opt,
-                    TrainState{step, o.seed, to_string(o.layout), continuation_flags(o), dp.replicas}, dp.model);
+                    TrainState{step, o.seed, to_string(o.layout), continuation_flags(o), dp.replicas, o.data_tokenizer},
+                    dp.model);
     if (o.save_gradients) save_gradients(tmp_dir.string(), gpt.params(), gpt.spec_of(), world, dp.model);
     // transformers' AutoTokenizer loads the folder as it is
     if (!o.tokenizer.empty()) save_tokenizer(tmp_dir.string(), tokenizer, world);
@@ -612,27 +614,39 @@ text::TokenizerFiles read_data_tokenizer(const std::string& dir, const TokenFile
   return tokenizer;
 }
 
+// The data's tokenizer becomes the run's, recorded in every checkpoint (for token files that record
+// none, the --data folder's, which rank 0 alone has read — it alone writes). The checkpoint a run
+// starts from (--init-from, --resume) must have been trained on it: a tokenizer of its own (recorded,
+// or its tokenizer files) is compared with the data's, and one not known gets a note.
+void adopt_data_tokenizer(TrainOptions& o, comm::World& world, const TokenFile& train_data, const TokenFile& val_data,
+                          const text::TokenizerFiles& tokenizer) {
+  o.data_tokenizer = tokenizer_of(train_data).empty() ? tokenizer_of(val_data) : tokenizer_of(train_data);
+  if (o.data_tokenizer.empty() && tokenizer.fingerprint != 0) {
+    o.data_tokenizer = text::fingerprint_text(tokenizer.fingerprint);
+  }
+  const std::string dir = o.resume.empty() ? o.init_from : o.resume;
+  if (dir.empty()) return;
+  const std::string checkpoint = (o.resume.empty() ? "--init-from " : "--resume ") + dir;
+  CheckpointTokenizer saved;
+  world.agree_on([&] {
+    saved = checkpoint_tokenizer(dir);
+    require_checkpoint_reads(saved, checkpoint, train_data, "--data");
+    require_checkpoint_reads(saved, checkpoint, val_data, "--val");
+  });
+  note_unknown_tokenizer(world, saved, checkpoint);
+}
+
 // A token file decides the vocabulary of a new model; a model that exists already (--init-from)
-// must hold every token of the data, and one with a tokenizer takes token files, not text (whose
-// bytes are ids of the byte vocabulary). Text and token files are not mixed.
+// must hold every token of the data. Text and token files are not mixed.
 void adopt_data_vocabulary(TrainOptions& o, const TokenFile& train_data, const TokenFile& val_data) {
   if (train_data.tokenized != val_data.tokenized) {
     throw core::ConfigError("--data is " + std::string(train_data.tokenized ? "a token file" : "text") +
                             " but --val is " + (val_data.tokenized ? "a token file" : "text") +
                             "; give both from the same tokenizer");
   }
-  if (!o.init_from.empty() && !train_data.tokenized && has_tokenizer(o.init_from)) {
-    throw core::ConfigError("--init-from " + o.init_from + " has a tokenizer (vocab.json, merges.txt), but --data " +
-                            o.data + " is text, whose bytes would be read as its token ids; tokenize it first " +
-                            "(optimus tokenize --tokenizer " + o.init_from + " --input " + o.data +
-                            " --out FOLDER) and give --data FOLDER");
-  }
-  const int data_vocab = std::max(train_data.vocab_size, val_data.vocab_size);
-  if (o.init_from.empty()) o.model.vocab_size = data_vocab;
-  if (o.model.vocab_size < data_vocab) {
-    throw core::ConfigError("the data's tokens reach " + std::to_string(data_vocab - 1) + ", past the vocabulary of " +
-                            std::to_string(o.model.vocab_size) + " of --init-from " + o.init_from +
-                            "; tokenize the data for this model or use another checkpoint");
+  if (o.init_from.empty()) o.model.vocab_size = std::max(train_data.vocab_size, val_data.vocab_size);
+  for (const TokenFile* f : {&train_data, &val_data}) {
+    require_vocabulary_holds(*f, o.model.vocab_size, "--init-from " + o.init_from);
   }
 }
 
@@ -698,8 +712,10 @@ int train(TrainOptions o, comm::World& world) {
   world.agree_on([&] {
     train_data = TokenFile::load(o.data, world.size(), max_bytes);
     val_data = o.val.empty() ? train_data.split_tail(0.1) : TokenFile::load(o.val, world.size(), max_bytes);
+    require_same_tokenizer(train_data, val_data, o.tokenizer);
     if (!o.tokenizer.empty() && world.rank() == 0) tokenizer = read_data_tokenizer(o.tokenizer, train_data, val_data);
   });
+  adopt_data_tokenizer(o, world, train_data, val_data, tokenizer);
   adopt_data_vocabulary(o, train_data, val_data);  // a token file's vocabulary decides the model's size
   if (o.device.device == "cpu") {
     model::GPTConfig at_T = o.model;  // the activations are those of T, the positions table is small

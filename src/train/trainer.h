@@ -24,6 +24,7 @@ struct TrainOptions {
   std::string data;                 // training text (bytes are tokens), a token file, or a folder of them
   std::string val;                  // validation text or token file; empty: the last 10% of data
   std::string tokenizer;            // set from a --data folder: its tokenizer, written into every checkpoint
+  std::string data_tokenizer;       // set from the data: whose ids it holds (a fingerprint), in every checkpoint
   std::string out = "runs/latest";  // checkpoint and metrics folder
   std::string resume;               // checkpoint folder to continue from
   std::string init_from;            // checkpoint whose weights (and model) start a new run

@@ -548,7 +548,8 @@ case_token_data_text_val() {
 }
 case_token_vocab_past_init_from() {
   token_file "$ws/train.tok" 5000
-  refused "the data's tokens reach 299, past the vocabulary of 256 of --init-from $good" \
+  refused "the first 90% of the data file '$ws/train.tok' holds ids up to 299 (a vocabulary of 300), past the \
+vocabulary of 256 of --init-from $good" \
     "$optimus" train --init-from "$good" "${quiet[@]}" --steps 2 --data "$ws/train.tok" --out "$ws/new_run"
 }
 case_tokenize_missing_tokenizer() {
@@ -614,9 +615,11 @@ has 3" \
 }
 case_init_from_tokenizer_text_data() {
   local ckpt
-  ckpt=$(copy_of_good with_tokenizer)
-  small_tokenizer "$ckpt"
-  refused "--init-from $ckpt has a tokenizer (vocab.json, merges.txt), but --data $ws/text.txt is text" \
+  ckpt=$(bpe_checkpoint)
+  without_fingerprint "$ckpt"  # as written before checkpoints recorded it: its tokenizer files tell
+  refused "--data $ws/text.txt is text (tokenizer bytes), but --init-from $ckpt was trained on tokenizer \
+$(fingerprint "$ws/a.tokenizer"); tokenize the text with that tokenizer (optimus tokenize --tokenizer $ckpt --input \
+$ws/text.txt --out FOLDER)" \
     "$optimus" train --init-from "$ckpt" "${quiet[@]}" --steps 2 --data "$ws/text.txt" --out "$ws/new_run"
 }
 case_init_from_with_resume() {
@@ -1046,6 +1049,168 @@ case_out_name_too_long() {
   refused "cannot write the output folder $ws/$long (File name too long); choose --out a folder you can write" \
     "$optimus" train "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" --out "$ws/$long"
   ! grep -q '^training ' "$tmp/out" || fail "the run began before the refusal"
+}
+
+# ---- whose ids: a checkpoint's tokenizer against the data's ----------------------------------------------
+# fingerprint DIR: FNV-1a (64 bits) over DIR's vocab.json and merges.txt, each after its length and a
+# colon, in 16 hexadecimal digits — computed here as text/tokenizer_folder.cpp defines it.
+fingerprint() {
+  /usr/bin/python3 - "$1" <<'PY'
+import sys
+h = 14695981039346656037
+for name in ("vocab.json", "merges.txt"):
+    data = open(f"{sys.argv[1]}/{name}", "rb").read()
+    for c in str(len(data)).encode() + b":" + data:
+        h = ((h ^ c) * 1099511628211) % 2**64
+print(f"{h or 1:016x}")
+PY
+}
+# other_tokenized DIR: as tokenized, with another tokenizer of the same 261 tokens and 4 merges:
+# the small one with the ids of "the" and "<|endoftext|>" swapped.
+other_tokenized() {
+  small_tokenizer "$1.tokenizer"
+  /usr/bin/python3 - "$1.tokenizer/vocab.json" <<'PY'
+import json, sys
+vocab = json.load(open(sys.argv[1], encoding="utf-8"))
+vocab["the"], vocab["<|endoftext|>"] = vocab["<|endoftext|>"], vocab["the"]
+json.dump(vocab, open(sys.argv[1], "w", encoding="utf-8"), ensure_ascii=False)
+PY
+  "$optimus" tokenize --tokenizer "$1.tokenizer" --input "$ws/text.txt" --out "$1" >/dev/null ||
+    fail "optimus tokenize into $1 failed"
+}
+# bpe_checkpoint: $ws/a (the small tokenizer's tokens) and a model trained 2 steps on it, in $ws/bpe_run.
+bpe_checkpoint() {
+  tokenized "$ws/a"
+  "$optimus" train "${model[@]}" "${quiet[@]}" --steps 2 --data "$ws/a" --out "$ws/bpe_run" >"$tmp/bpe.log" 2>&1 || {
+    cat "$tmp/bpe.log"
+    fail "training on $ws/a failed"
+  }
+  echo "$ws/bpe_run/step_000002"
+}
+# without_fingerprint CKPT: CKPT's model.safetensors as checkpoints were written before they
+# recorded their tokenizer (its metadata without tokenizer_fingerprint; the tensors' bytes unchanged).
+without_fingerprint() {
+  /usr/bin/python3 - "$1/model.safetensors" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+del header["__metadata__"]["tokenizer_fingerprint"]
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+PY
+}
+case_val_other_tokenizer() {
+  tokenized "$ws/a"
+  other_tokenized "$ws/b"
+  refused "--val $ws/b/val.tok holds ids of tokenizer $(fingerprint "$ws/b.tokenizer"), but --data $ws/a/train.tok \
+holds ids of tokenizer $(fingerprint "$ws/a.tokenizer"); give validation data of --data's tokenizer: tokenize the text \
+with the tokenizer of fingerprint $(fingerprint "$ws/a.tokenizer") (optimus tokenize --tokenizer DIR --input FILE --out \
+FOLDER)" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --steps 2 --data "$ws/a/train.tok" --val "$ws/b/val.tok" \
+    --out "$ws/new_run"
+}
+case_init_from_other_tokenizer() {
+  local ckpt
+  ckpt=$(bpe_checkpoint)
+  other_tokenized "$ws/b"
+  refused "--data $ws/b/train.tok holds ids of tokenizer $(fingerprint "$ws/b.tokenizer"), but --init-from $ckpt was \
+trained on tokenizer $(fingerprint "$ws/a.tokenizer"); tokenize the text with that tokenizer (optimus tokenize \
+--tokenizer $ckpt --input FILE --out FOLDER)" \
+    "$mpiexec" -np 2 "$optimus" train --layout 1d --init-from "$ckpt" "${quiet[@]}" --steps 2 --data "$ws/b" \
+    --out "$ws/new_run"
+}
+case_init_from_byte_model_token_data() {
+  tokenized "$ws/a"
+  refused "--data $ws/a/train.tok holds ids of tokenizer $(fingerprint "$ws/a.tokenizer"), but --init-from $good was \
+trained on tokenizer bytes (text); give the text itself" \
+    "$optimus" train --init-from "$good" "${quiet[@]}" --steps 2 --data "$ws/a" --out "$ws/new_run"
+}
+case_resume_other_tokenizer() {
+  local ckpt
+  ckpt=$(bpe_checkpoint)
+  other_tokenized "$ws/b"
+  refused "--data $ws/b/train.tok holds ids of tokenizer $(fingerprint "$ws/b.tokenizer"), but --resume $ckpt was \
+trained on tokenizer $(fingerprint "$ws/a.tokenizer")" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --data "$ws/b" --resume "$ckpt" --out "$ws/bpe_run"
+}
+case_eval_bpe_checkpoint_on_text() {
+  local ckpt
+  ckpt=$(bpe_checkpoint)
+  refused "--data $ws/text.txt is text (tokenizer bytes), but the checkpoint $ckpt was trained on tokenizer \
+$(fingerprint "$ws/a.tokenizer"); tokenize the text with that tokenizer (optimus tokenize --tokenizer $ckpt --input \
+$ws/text.txt --out FOLDER)" \
+    "$optimus" eval --checkpoint "$ckpt" "${eval_args[@]}"
+}
+case_eval_other_tokenizer() {
+  local ckpt
+  ckpt=$(bpe_checkpoint)
+  other_tokenized "$ws/b"
+  refused "--data $ws/b/val.tok holds ids of tokenizer $(fingerprint "$ws/b.tokenizer"), but the checkpoint $ckpt \
+was trained on tokenizer $(fingerprint "$ws/a.tokenizer")" \
+    "$mpiexec" -np 2 "$optimus" eval --layout 1d --checkpoint "$ckpt" --data "$ws/b/val.tok" --batch 4 --seq 16
+}
+case_eval_ids_past_vocabulary() {
+  /usr/bin/python3 -c "
+import struct, sys
+n = 5000  # a token file of ids up to 999 (a vocabulary of 1000) that records no tokenizer
+data = b'OPTMTOKN' + struct.pack('<IIQQI', 1, 2, n, 3 * n, 1000).ljust(56, b'\0')
+open(sys.argv[1], 'wb').write(data + struct.pack(f'<{n}H', *[(7 * i) % 1000 for i in range(n)]))" "$ws/ids.tok"
+  refused "the data file '$ws/ids.tok' holds ids up to 999 (a vocabulary of 1000), past the vocabulary of 256 of the \
+checkpoint $good; tokenize the data for this model or use another checkpoint" \
+    "$optimus" eval --checkpoint "$good" --data "$ws/ids.tok" --batch 4 --seq 16
+}
+case_sample_other_tokenizer_files() {
+  local ckpt
+  ckpt=$(bpe_checkpoint)
+  other_tokenized "$ws/b"
+  cp "$ws/b.tokenizer/vocab.json" "$ckpt/vocab.json"
+  refused "the checkpoint $ckpt was trained on tokenizer $(fingerprint "$ws/a.tokenizer"), but its vocab.json and \
+merges.txt are tokenizer $(fingerprint "$ws/b.tokenizer"); put back the files of the tokenizer it was trained on" \
+    "$optimus" sample --checkpoint "$ckpt" --tokens 5
+}
+case_sample_without_tokenizer_files() {
+  local ckpt
+  ckpt=$(bpe_checkpoint)
+  rm "$ckpt/vocab.json" "$ckpt/merges.txt"
+  refused "the checkpoint $ckpt was trained on tokenizer $(fingerprint "$ws/a.tokenizer"), but holds no vocab.json \
+and merges.txt to turn text into its ids and back" \
+    "$optimus" sample --checkpoint "$ckpt" --tokens 5
+}
+
+# A checkpoint written before checkpoints recorded their tokenizer still evaluates (serial, and 1d on
+# 2 ranks), to the loss it has with the record, with one note on stderr, printed once; and a resumed run
+# from one goes on. An untrained checkpoint (optimus init: "none") evaluates text and token files
+# without a note.
+case_checkpoint_without_fingerprint() {
+  local note="records no tokenizer fingerprint and holds no tokenizer" with n np
+  cp -r "$good" "$ws/old"
+  without_fingerprint "$ws/old"
+  for np in 1 2; do
+    with=$("$mpiexec" -np $np "$optimus" eval --layout 1d --checkpoint "$good" "${eval_args[@]}" 2>"$tmp/err") ||
+      fail "eval of $good failed"
+    ! grep -q note "$tmp/err" || fail "eval of a checkpoint that records its tokenizer printed a note: $(cat "$tmp/err")"
+    "$mpiexec" -np $np "$optimus" eval --layout 1d --checkpoint "$ws/old" "${eval_args[@]}" >"$tmp/out" 2>"$tmp/err" ||
+      fail "eval of the checkpoint without a fingerprint on $np rank(s) failed: $(cat "$tmp/out" "$tmp/err")"
+    cat "$tmp/out" "$tmp/err"
+    [[ "$(cat "$tmp/out")" == "$with" ]] || fail "its loss '$(cat "$tmp/out")' is not '$with'"
+    n=$(grep -c -F "note: the checkpoint $ws/old $note" "$tmp/err")
+    ((n == 1)) || fail "the note was printed $n times on $np rank(s); expected once"
+  done
+  cp -r "$ws/run/step_000002" "$ws/old_2"
+  without_fingerprint "$ws/old_2"
+  "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --data "$ws/text.txt" --resume "$ws/old_2" --out "$ws/old_run" \
+    >"$tmp/out" 2>&1 || fail "--resume from the checkpoint without a fingerprint failed: $(cat "$tmp/out")"
+  grep -F "note: --resume $ws/old_2 $note" "$tmp/out" || fail "the resumed run printed no note"
+  "$optimus" init --layers 1 --embd 32 --heads 2 --seq 16 --vocab 261 --out "$ws/fresh" >/dev/null || fail "init failed"
+  tokenized "$ws/a"
+  for data in "$ws/text.txt" "$ws/a/val.tok"; do
+    "$optimus" eval --checkpoint "$ws/fresh" --data "$data" --batch 4 --seq 16 >"$tmp/out" 2>&1 ||
+      fail "eval of an untrained checkpoint on $data failed: $(cat "$tmp/out")"
+    cat "$tmp/out"
+    ! grep -q note "$tmp/out" || fail "eval of an untrained checkpoint printed a note"
+  done
 }
 
 declare -F "case_$name" >/dev/null || fail "no case '$name'"
