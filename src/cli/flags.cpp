@@ -42,10 +42,12 @@ void add_overlap_flag(CLI::App* app, model::StageOptions& m) {
 
 void add_placement_option(CLI::App* app, model::StageOptions& m) {
   app->add_option_function<std::string>(
-      "--placement", [&m](const std::string& text) { m.placement = comm::Placement2D::parse(text); },
-      "2d: which grid position each rank holds: row-major (rank i*q + j at (i, j), the default), or RxC: "
+      "--placement", [&m](const std::string& text) { m.placement = comm::Placement::parse(text); },
+      "which grid position each rank holds. 2d: row-major (rank i*q + j at (i, j), the default), or RxC: "
       "blocks of R grid rows by C grid columns on consecutive ranks, one block per node (2x2 is the Optimus "
-      "code's --rank-rearrange); the results are bitwise the same, only the traffic between nodes changes");
+      "code's --rank-rearrange). 3d: the line of the cube on consecutive ranks: depth (rank (i*q + j)*q + k, "
+      "the default; row-major names it too), row or col. The results are bitwise the same, only the traffic "
+      "between nodes changes");
 }
 
 void require_path_length(const char* flag, const std::string& path) {

@@ -1,5 +1,6 @@
 // The flags several subcommands share: the layout, the model's shape, chapter 5's memory
-// techniques, chapter 6's overlap and chapter 4's placement of the 2D grid.
+// techniques, chapter 6's overlap and the placement of the 2D grid (chapter 4) and the 3D cube
+// (chapter 7).
 #pragma once
 
 #include <CLI/CLI.hpp>

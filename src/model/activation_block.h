@@ -62,13 +62,14 @@ enum class Recompute { none, block };
 /// The choices a stage is built with that leave its mathematics unchanged: chapter 5's memory
 /// techniques (recomputation in every stage, sequence parallelism in the 1D stage only),
 /// chapter 6's overlap of communication with computation (2D's SUMMA: the next block's transfer in
-/// flight during this block's product), where the 2D grid's positions sit (chapter 4), and whether
+/// flight during this block's product), where the 2D grid's and the 3D cube's positions sit
+/// (chapters 4 and 7), and whether
 /// the initial values are drawn or a checkpoint's are loaded next.
 struct StageOptions {
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
   bool overlap = false;
-  comm::Placement2D placement{};                // 2d only: row-major, or r×c blocks of the grid per node
+  comm::Placement placement{};                  // 2d: r×c blocks of the grid per node; 3d: the cube's line on a node
   InitialValues values = InitialValues::drawn;  // loaded: a checkpoint's values come next
 };
 

@@ -50,15 +50,15 @@ int group_label(const Placement& p, const std::string& name, int rank) {
   if (name == "world") return 0;
   if (name == "model") return d;      // one copy
   if (name == "data") return t;       // the same shard in every copy
-  if (name.rfind("cube_", 0) == 0) {  // 3D: t = (i·q + j)·q + k, a line fixes two indices
+  if (name.rfind("cube_", 0) == 0) {  // 3D: t at arrangement.cube.position(t, q), a line fixes two indices
     const int q = comm::Grid3D::side(p.ranks);
-    const auto [i, j, k] = comm::Grid3D::position(t, q);
+    const auto [i, j, k] = p.arrangement.cube.position(t, q);
     if (name == "cube_row") return (d * q + i) * q + k;    // the same copy, i and k
     if (name == "cube_col") return (d * q + j) * q + k;    // the same copy, j and k
     if (name == "cube_depth") return (d * q + i) * q + j;  // the same copy, i and j
   }
   const int q = comm::Grid2D::side(p.ranks);
-  const auto [i, j] = p.arrangement.position(t, q);
+  const auto [i, j] = p.arrangement.square.position(t, q);
   if (name == "row") return d * q + i;  // the same copy and i
   if (name == "col") return d * q + j;  // the same copy and j
   throw std::logic_error("the time model knows no communicator '" + name + "'");

@@ -26,19 +26,23 @@ namespace optimus::plan {
 /// are filled in rank order: rank r on node r / ranks_per_node, so a copy's consecutive ranks share
 /// a node when P fits one, and copies on different nodes sum their gradients over the inter-node
 /// link. Inside a copy: 1D's one group is the copy; 2D's rank t holds grid position (i, j) =
-/// arrangement.position(t, q) (row-major: t = i·q + j; or r×c blocks of the grid on consecutive
+/// arrangement.square.position(t, q) (row-major: t = i·q + j; or r×c blocks of the grid on consecutive
 /// ranks, comm::Placement2D) and talks along its row (the ranks at (i, j')) and its column (at
-/// (i', j)). The data-parallel group of r is {t, P + t, 2P + t, …}.
+/// (i', j)); 3D's rank t holds cube position (i, j, k) = arrangement.cube.position(t, q) (by default
+/// t = (i·q + j)·q + k, a depth line on consecutive ranks; or a row or column line there,
+/// comm::Placement3D) and talks along its three lines. The data-parallel group of r is
+/// {t, P + t, 2P + t, …}.
 struct Placement {
   train::Layout layout = train::Layout::serial;
   int ranks = 1;  // P: one copy's ranks
   int ranks_per_node = 1;
-  int data_parallel = 1;            // D copies of the layout
-  comm::Placement2D arrangement{};  // 2d: which grid position each rank of a copy holds
+  int data_parallel = 1;          // D copies of the layout
+  comm::Placement arrangement{};  // 2d, 3d: which grid or cube position each rank of a copy holds
 };
 
 /// The ranks of communicator `name` that world rank `rank` belongs to: "world" (every rank),
-/// "model" (its copy), "data" (its data-parallel group), "row" or "col" (of its copy's grid).
+/// "model" (its copy), "data" (its data-parallel group), "row" or "col" (of its copy's grid),
+/// "cube_row", "cube_col" or "cube_depth" (of its copy's cube).
 std::vector<int> group_of(const Placement& placement, const std::string& name, int rank);
 
 struct TimeOptions {

@@ -35,9 +35,10 @@ GPT::GPT(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed
 }
 
 model::SpecOfRank GPT::spec_of() const {
+  // `rank` counts the ranks of the communicator the cube was built on, placed as the cube's are.
   const int q = q_;
-  return [q](const model::ParamInfo& info, int rank) {
-    const auto [i, j, k] = comm::Grid3D::position(rank, q);
+  return [q, placement = cube_.placement()](const model::ParamInfo& info, int rank) {
+    const auto [i, j, k] = placement.position(rank, q);
     return spec_3d(info, q, i, j, k);
   };
 }

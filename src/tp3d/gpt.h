@@ -41,7 +41,8 @@ class GPT final : public model::Stage {
   float clip_gradients(float max_norm) override;
 
   const comm::Grid3D& cube() const { return cube_; }
-  /// The shard spec of any parameter on any rank r = (i·q + j)·q + k of the cube's communicator.
+  /// The shard spec of any parameter on any rank of the communicator the cube was built on:
+  /// placement.position(rank) is that rank's (i, j, k).
   model::SpecOfRank spec_of() const override;
 
  private:

@@ -77,7 +77,7 @@ comm::SplitSizes tp2d_splits(int ranks) {
 
 LayoutModel tp2d_build(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed,
                        comm::Communicator& group, const model::StageOptions& options) {
-  auto grid = std::make_shared<const comm::Grid2D>(group, options.placement, options.overlap);
+  auto grid = std::make_shared<const comm::Grid2D>(group, options.placement.square, options.overlap);
   return {grid, std::make_unique<tp2d::GPT>(config, ctx, seed, *grid, options)};
 }
 
@@ -102,12 +102,12 @@ void tp3d_shapes(const model::GPTConfig& config, int ranks) {
 
 comm::SplitSizes tp3d_splits(int ranks) {
   const int q = comm::Grid3D::side(ranks);
-  return {{"cube_row", q}, {"cube_col", q}, {"cube_depth", q}};
+  return {{"cube_row", q}, {"cube_col", q}, {"cube_depth", q}, {"world", ranks}};  // "world": a placed cube's
 }
 
 LayoutModel tp3d_build(const model::GPTConfig& config, const core::Context& ctx, uint32_t seed,
                        comm::Communicator& group, const model::StageOptions& options) {
-  auto cube = std::make_shared<const comm::Grid3D>(group);
+  auto cube = std::make_shared<const comm::Grid3D>(group, options.placement.cube);
   return {cube, std::make_unique<tp3d::GPT>(config, ctx, seed, *cube, options)};
 }
 
@@ -145,16 +145,66 @@ comm::SplitSizes no_splits(int) {
   return {};
 }
 
+using Grid = comm::Placement::Grid;
+
 const std::array<LayoutDefinition, 4> kLayouts = {{
-    {Layout::serial, "serial", false, false, false, serial_ranks, one, any_batch, shapes_checked_by_stage, no_splits,
-     serial_build, serial_products},
-    {Layout::tp1d, "1d", true, false, false, any_ranks, tp1d_batch_unit, tp1d_batch, shapes_checked_by_stage, no_splits,
-     tp1d_build, tp1d_products},
-    {Layout::tp2d, "2d", false, true, true, tp2d_ranks, tp2d_batch_unit, tp2d_batch, tp2d_shapes, tp2d_splits,
-     tp2d_build, tp2d_products},
-    {Layout::tp3d, "3d", false, false, false, tp3d_ranks, tp3d_batch_unit, tp3d_batch, tp3d_shapes, tp3d_splits,
-     tp3d_build, tp3d_products},
+    {.layout = Layout::serial,
+     .name = "serial",
+     .sequence_parallel = false,
+     .placement = Grid::none,
+     .summa = false,
+     .require_ranks = serial_ranks,
+     .batch_unit = one,
+     .require_batch = any_batch,
+     .require_shapes = shapes_checked_by_stage,
+     .splits = no_splits,
+     .build = serial_build,
+     .products = serial_products},
+    {.layout = Layout::tp1d,
+     .name = "1d",
+     .sequence_parallel = true,
+     .placement = Grid::none,
+     .summa = false,
+     .require_ranks = any_ranks,
+     .batch_unit = tp1d_batch_unit,
+     .require_batch = tp1d_batch,
+     .require_shapes = shapes_checked_by_stage,
+     .splits = no_splits,
+     .build = tp1d_build,
+     .products = tp1d_products},
+    {.layout = Layout::tp2d,
+     .name = "2d",
+     .sequence_parallel = false,
+     .placement = Grid::square,
+     .summa = true,
+     .require_ranks = tp2d_ranks,
+     .batch_unit = tp2d_batch_unit,
+     .require_batch = tp2d_batch,
+     .require_shapes = tp2d_shapes,
+     .splits = tp2d_splits,
+     .build = tp2d_build,
+     .products = tp2d_products},
+    {.layout = Layout::tp3d,
+     .name = "3d",
+     .sequence_parallel = false,
+     .placement = Grid::cube,
+     .summa = false,
+     .require_ranks = tp3d_ranks,
+     .batch_unit = tp3d_batch_unit,
+     .require_batch = tp3d_batch,
+     .require_shapes = tp3d_shapes,
+     .splits = tp3d_splits,
+     .build = tp3d_build,
+     .products = tp3d_products},
 }};
+
+// The name of the layout whose ranks form `grid` (the first such row).
+const char* layout_with(Grid grid) {
+  for (const LayoutDefinition& d : kLayouts) {
+    if (d.placement == grid) return d.name;
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -192,12 +242,15 @@ void require_fits(Layout layout, int ranks, const model::StageOptions& options, 
     throw core::ConfigError(std::string("--sequence-parallel is a mode of the 1d layout, not of ") + d.name +
                             "; use it with --layout 1d");
   }
-  if (options.placement.row_major()) return;
-  if (!d.grid) {
-    throw core::ConfigError("--placement " + options.placement.name() + " arranges the grid of the 2d layout, and " +
-                            d.name + " has none; use --placement row-major or --layout 2d");
+  const comm::Placement& placement = options.placement;
+  if (placement.grid == Grid::none) return;
+  if (placement.grid != d.placement) {
+    const char* owner = layout_with(placement.grid);
+    throw core::ConfigError("--placement " + placement.name() + " arranges the " +
+                            comm::Placement::noun(placement.grid) + " of the " + owner + " layout, and " + d.name +
+                            " has none; use --placement row-major or " + "--layout " + owner);
   }
-  options.placement.check(comm::Grid2D::side(ranks));
+  placement.check(ranks);
 }
 
 void require_batch_fits(Layout layout, int B, int ranks, int T, bool sequence_parallel, int grad_accum,

@@ -50,10 +50,10 @@ struct GemmProduct;  // train/gemm_reference.h
 /// One row of the table.
 struct LayoutDefinition {
   Layout layout;
-  const char* name;        // the value of --layout
-  bool sequence_parallel;  // whether it has Megatron's sequence parallelism (a mode of its layers)
-  bool grid;               // whether it arranges its ranks in a 2D grid (--placement places it)
-  bool summa;              // whether --overlap hides its own communication (SUMMA's broadcasts)
+  const char* name;                 // the value of --layout
+  bool sequence_parallel;           // whether it has Megatron's sequence parallelism (a mode of its layers)
+  comm::Placement::Grid placement;  // the grid --placement arranges: square (2d), cube (3d) or none
+  bool summa;                       // whether --overlap hides its own communication (SUMMA's broadcasts)
   /// ConfigError unless `ranks` ranks can run the layout; `who` names them in the message.
   void (*require_ranks)(int ranks, const std::string& who, bool data_parallel);
   /// The batch sizes it can split are the multiples of this, at T tokens a sequence.
@@ -78,7 +78,8 @@ const LayoutDefinition& definition(Layout layout);
 
 /// Throws core::ConfigError, on every rank alike, unless `layout` can run on `ranks` ranks that are
 /// one model copy of `copies` (data parallelism; 1: the world) with `options`: sequence parallelism
-/// only where the layout has it, a --placement only where it has a grid, and one that tiles it.
+/// only where the layout has it, a --placement only for the grid the layout has (2d's square, 3d's
+/// cube), and one that tiles it.
 /// Needs no communication and no model: called first, before any file is read, so a wrong launch is
 /// the first thing a user hears about.
 void require_fits(Layout layout, int ranks, const model::StageOptions& options, int copies = 1);

@@ -154,6 +154,25 @@ case_placement_not_tiling() {
   refused "--placement 3x3 cuts the 4×4 grid into blocks of 3×3 positions, but 4 is not a multiple of 3" \
     "$optimus" plan --layout 2d --ranks 16 --placement 3x3 --model tiny --batch 4
 }
+# The 3D layout's --placement: the cube's lines (depth, row, col), refused elsewhere and misspelt.
+case_placement_3d_unknown() {
+  refused "--placement 'diagonal' is not a placement; give row-major, or RxC for blocks of R grid rows by C grid columns per node (2d, e.g. 2x2), or depth, row or col for the line of the cube on consecutive ranks (3d)" \
+    "$mpiexec" -np 8 "$optimus" train --layout 3d --placement diagonal "${model[@]}" "${quiet[@]}" \
+    --data "$ws/text.txt" --out "$ws/new_run"
+}
+case_placement_line_not_3d() {
+  refused "--placement row arranges the cube of the 3d layout, and 2d has none; use --placement row-major or --layout 3d" \
+    "$mpiexec" -np 4 "$optimus" train --layout 2d --placement row "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" \
+    --out "$ws/new_run"
+}
+case_placement_blocks_on_3d() {
+  refused "--placement 2x2 arranges the grid of the 2d layout, and 3d has none; use --placement row-major or --layout 2d" \
+    "$optimus" plan --layout 3d --ranks 64 --placement 2x2 --model tiny --batch 16
+}
+case_placement_line_bench_serial() {
+  refused "--placement col arranges the cube of the 3d layout, and serial has none" \
+    "$optimus" bench --placement col --steps 1
+}
 case_grad_accum_not_dividing() {
   refused "--grad-accum 3 must be 1 or more and divide --batch 4" \
     "$optimus" train --grad-accum 3 "${model[@]}" "${quiet[@]}" --data "$ws/text.txt" --out "$ws/new_run"

@@ -2,8 +2,9 @@
 // column j = r % q (or where its Placement2D says), with row_comm ordered by j and col_comm ordered
 // by i; a world that is not a square, or blocks that do not tile it, are refused with a
 // ConfigError, identically on every rank and before any communication. Grid3D puts rank r at
-// (i, j, k) with r = (i·q + j)·q + k and orders cube_row by j, cube_col by i, cube_depth by k; a
-// world that is not a cube is refused the same way.
+// (i, j, k) with r = (i·q + j)·q + k (or where its Placement3D says: a row or column line on
+// consecutive ranks) and orders cube_row by j, cube_col by i, cube_depth by k; a world that is not a
+// cube is refused the same way. --placement's text is parsed once, into either grid's placement.
 #include <string>
 
 #include "comm/grid.h"
@@ -19,6 +20,7 @@ using optimus::comm::Communicator;
 using optimus::comm::Grid1D;
 using optimus::comm::Grid2D;
 using optimus::comm::MpiCommunicator;
+using optimus::comm::Placement;
 using optimus::comm::Placement2D;
 using optimus::core::ConfigError;
 
@@ -54,6 +56,11 @@ SquareGrid square_grid(Communicator& world_comm, Placement2D placement = {}) {
   s.group = world_comm.split(inside ? 0 : 1, world_comm.rank(), "square");
   if (inside) s.grid = std::make_unique<Grid2D>(*s.group, placement);
   return s;
+}
+
+// The 2D arrangement --placement `text` names.
+Placement2D blocks_of(const std::string& text) {
+  return Placement::parse(text).square;
 }
 
 }  // namespace
@@ -150,7 +157,7 @@ TEST_CASE("Grid2D's row_comm and col_comm record into their parent's ledger as \
 }
 
 TEST_CASE("Placement2D: 2×2 blocks of a 4×4 grid on consecutive ranks, row-major inside a block", "[grid]") {
-  const Placement2D blocks = Placement2D::parse("2x2");
+  const Placement2D blocks = blocks_of("2x2");
   MPI_REQUIRE((blocks.rows == 2 && blocks.cols == 2 && blocks.name() == "2x2"));
   // The rank at each grid position (grid.h's picture): rows 0 1 4 5 / 2 3 6 7 / 8 9 12 13 / 10 11 14 15.
   const std::vector<int> at = {0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15};
@@ -162,41 +169,61 @@ TEST_CASE("Placement2D: 2×2 blocks of a 4×4 grid on consecutive ranks, row-maj
     }
   }
   MPI_REQUIRE(all);
-  const Placement2D row_major = Placement2D::parse("row-major");
+  const Placement2D row_major = blocks_of("row-major");
   MPI_REQUIRE((row_major.row_major() && row_major.name() == "row-major"));
   MPI_REQUIRE((row_major.position(6, 4) == std::pair{1, 2} && row_major.rank_at(1, 2, 4) == 6));
-  MPI_REQUIRE((Placement2D::parse("1x2").position(2, 2) == std::pair{1, 0}));  // 1×2: a grid row per block
-  MPI_REQUIRE((Placement2D::parse("2x1").position(1, 2) == std::pair{1, 0}));  // 2×1: a grid column per block
+  MPI_REQUIRE((blocks_of("1x2").position(2, 2) == std::pair{1, 0}));  // 1×2: a grid row per block
+  MPI_REQUIRE((blocks_of("2x1").position(1, 2) == std::pair{1, 0}));  // 2×1: a grid column per block
 }
 
-TEST_CASE("Placement2D refuses text that is not row-major or RxC, and blocks that do not tile the grid", "[grid]") {
-  for (const char* bad : {"", "2", "2x", "x2", "0x2", "2x-1", "2x2x", "row", "2X2"}) {
-    MPI_REQUIRE_THROWS_AS(Placement2D::parse(bad), ConfigError);
+TEST_CASE("--placement refuses text that is not row-major, RxC, depth, row or col, and blocks that do not tile",
+          "[grid]") {
+  for (const char* bad : {"", "2", "2x", "x2", "0x2", "2x-1", "2x2x", "rows", "Row", "2X2", "depth-major"}) {
+    MPI_REQUIRE_THROWS_AS(Placement::parse(bad), ConfigError);
   }
   std::string parse_message, check_message;
   try {
-    Placement2D::parse("2by2");
+    Placement::parse("2by2");
   } catch (const ConfigError& e) {
     parse_message = e.what();
   }
   try {
-    Placement2D::parse("3x2").check(4);
+    Placement::parse("3x2").check(16);
   } catch (const ConfigError& e) {
     check_message = e.what();
   }
   MPI_REQUIRE(parse_message ==
               "--placement '2by2' is not a placement; give row-major, or RxC for blocks of R grid rows by C grid "
-              "columns per node (e.g. 2x2)");
+              "columns per node (2d, e.g. 2x2), or depth, row or col for the line of the cube on consecutive "
+              "ranks (3d)");
   MPI_REQUIRE(check_message ==
               "--placement 3x2 cuts the 4×4 grid into blocks of 3×2 positions, but 4 is not a multiple of 3; "
               "choose R and C that divide q, or --placement row-major");
+}
+
+TEST_CASE("--placement's text names its grid: row-major every layout's own order, RxC the square's, a line the cube's",
+          "[grid]") {
+  using Grid = Placement::Grid;
+  using Line = optimus::comm::Placement3D::Line;
+  const Placement row_major = Placement::parse("row-major"), blocks = Placement::parse("2x1");
+  MPI_REQUIRE((row_major.grid == Grid::none && row_major.square.row_major() && row_major.cube.depth()));
+  MPI_REQUIRE((blocks.grid == Grid::square && blocks.square.rows == 2 && blocks.square.cols == 1));
+  MPI_REQUIRE((blocks.name() == "2x1" && row_major.name() == "row-major"));
+  const std::pair<const char*, Line> lines[] = {{"depth", Line::depth}, {"row", Line::row}, {"col", Line::col}};
+  for (const auto& [text, line] : lines) {
+    const Placement p = Placement::parse(text);
+    MPI_REQUIRE((p.grid == Grid::cube && p.cube.line == line && p.name() == text && p.square.row_major()));
+    p.check(8);  // any line of any cube
+  }
+  MPI_REQUIRE(std::string(Placement::noun(Grid::cube)) == "cube");
+  MPI_REQUIRE(std::string(Placement::noun(Grid::square)) == "grid");
 }
 
 TEST_CASE("Grid2D in 1×q and q×1 blocks: rank r at placement.position(r); rows by j, columns by i; world() i·q + j",
           "[grid]") {
   for (const std::string& text : {"1x" + std::to_string(largest_side(world().size())),
                                  std::to_string(largest_side(world().size())) + "x1"}) {
-    const Placement2D placement = Placement2D::parse(text);
+    const Placement2D placement = blocks_of(text);
     const SquareGrid s = square_grid(world().comm(), placement);
     const Grid2D* grid = s.grid.get();
     const int q = s.q, r = world().rank();
@@ -238,12 +265,12 @@ struct CubeGrid {
   std::unique_ptr<Grid3D> grid;
 };
 
-CubeGrid cube_grid(Communicator& world_comm) {
+CubeGrid cube_grid(Communicator& world_comm, optimus::comm::Placement3D placement = {}) {
   CubeGrid c;
   c.q = largest_cube_side(world_comm.size());
   const bool inside = world_comm.rank() < c.q * c.q * c.q;
   c.group = world_comm.split(inside ? 0 : 1, world_comm.rank(), "cube");
-  if (inside) c.grid = std::make_unique<Grid3D>(*c.group);
+  if (inside) c.grid = std::make_unique<Grid3D>(*c.group, placement);
   return c;
 }
 
@@ -281,6 +308,68 @@ TEST_CASE("Grid3D: rank r at (i, j, k) with r = (i·q + j)·q + k; each axis com
   MPI_REQUIRE(equal(got_row, row));
   MPI_REQUIRE(equal(got_col, col));
   MPI_REQUIRE(equal(got_depth, depth));
+}
+
+TEST_CASE("Placement3D: the chosen line on consecutive ranks, the other two indices in their order", "[grid3d]") {
+  using optimus::comm::Placement3D;
+  using Line = Placement3D::Line;
+  // The rank at (i, j, k) for k fastest, then j, then i (grid.h's table, q = 2).
+  const std::vector<std::pair<Line, std::vector<int>>> tables = {
+      {Line::depth, {0, 1, 2, 3, 4, 5, 6, 7}}, {Line::row, {0, 2, 1, 3, 4, 6, 5, 7}}, {Line::col, {0, 2, 4, 6, 1, 3, 5, 7}}};
+  bool all = true;
+  for (const auto& [line, ranks] : tables) {
+    const Placement3D p{line};
+    for (int at = 0; at < 8; ++at) {
+      const optimus::comm::CubePosition ijk{at / 4, at / 2 % 2, at % 2};
+      const optimus::comm::CubePosition back = p.position(ranks[static_cast<size_t>(at)], 2);
+      all = all && p.rank_at(ijk, 2) == ranks[static_cast<size_t>(at)] && back.i == ijk.i && back.j == ijk.j &&
+            back.k == ijk.k;
+    }
+  }
+  MPI_REQUIRE(all);
+  // q = 3, row: ranks 9, 10, 11 are the row line (i, k) = (1, 0), j = 0, 1, 2; rank 12 starts (1, 1).
+  const Placement3D row{Line::row}, col{Line::col};
+  MPI_REQUIRE((row.position(10, 3).i == 1 && row.position(10, 3).j == 1 && row.position(10, 3).k == 0));
+  MPI_REQUIRE((row.position(12, 3).i == 1 && row.position(12, 3).j == 0 && row.position(12, 3).k == 1));
+  // q = 3, col: rank 14 = (j·3 + k)·3 + i with (j, k) = (1, 1), i = 2.
+  MPI_REQUIRE((col.position(14, 3).i == 2 && col.position(14, 3).j == 1 && col.position(14, 3).k == 1));
+  MPI_REQUIRE((row.name() == "row" && col.name() == "col" && Placement3D{}.name() == "depth"));
+}
+
+TEST_CASE("Grid3D with a row or column line on consecutive ranks: rank r at placement.position(r); lines by index; "
+          "world() (i·q + j)·q + k",
+          "[grid3d]") {
+  using optimus::comm::Placement3D;
+  for (const Placement3D placement : {Placement3D{Placement3D::Line::row}, Placement3D{Placement3D::Line::col}}) {
+    CommLedger ledger;
+    MpiCommunicator comm(MPI_COMM_WORLD, "world", ledger);
+    const CubeGrid c = cube_grid(comm, placement);
+    const Grid3D* g = c.grid.get();
+    const int q = c.q, r = world().rank();
+    const auto at = g ? placement.position(r, q) : optimus::comm::CubePosition{};
+    MPI_REQUIRE((!g || (g->i() == at.i && g->j() == at.j && g->k() == at.k && g->r() == r)));
+    MPI_REQUIRE((!g || g->world().rank() == (g->i() * q + g->j()) * q + g->k()));
+    MPI_REQUIRE((!g || (g->row_comm().rank() == g->j() && g->col_comm().rank() == g->i() &&
+                        g->depth_comm().rank() == g->k())));
+    MPI_REQUIRE((!g || ledger.calls("cube", CommOp::split) == 4));  // the renumbered world and three lines
+    std::vector<int32_t> row, col, depth, got_row, got_col, got_depth;
+    if (g) {
+      for (int t = 0; t < q; ++t) {
+        row.push_back(placement.rank_at({g->i(), t, g->k()}, q));
+        col.push_back(placement.rank_at({t, g->j(), g->k()}, q));
+        depth.push_back(placement.rank_at({g->i(), g->j(), t}, q));
+      }
+      got_row = members(g->row_comm());
+      got_col = members(g->col_comm());
+      got_depth = members(g->depth_comm());
+    }
+    MPI_REQUIRE(equal(got_row, row));
+    MPI_REQUIRE(equal(got_col, col));
+    MPI_REQUIRE(equal(got_depth, depth));
+    // The chosen line is q consecutive world ranks.
+    const std::vector<int32_t>& line = placement.line == Placement3D::Line::row ? got_row : got_col;
+    MPI_REQUIRE((!g || line.back() - line.front() == q - 1));
+  }
 }
 
 TEST_CASE("Grid3D::side names the size and the nearest cubes when p is not a cube", "[grid3d]") {

@@ -3,7 +3,8 @@
 // rank of a world of the same size, in fresh ledgers; the two runs' memory ledgers (current and
 // peak, per category), communication ledgers (every communicator and operation: calls, bytes,
 // group size) and op ledgers (per kind: calls, FLOPs, bytes) must be equal, rank by rank. Run under
-// mpiexec -np P with the layout's tag: [serial] at 1, [tp1d] at 2 and 4, [tp2d] at 4 and 9, [tp3d] at 8.
+// mpiexec -np P with the layout's tag: [serial] at 1, [tp1d] at 2 and 4, [tp2d] at 4 and 9, [tp3d] at 8,
+// and [tp3d_placed] at 8: the cube with its row lines on consecutive ranks (--placement row).
 #include <catch2/catch.hpp>
 
 #include <omp.h>
@@ -112,12 +113,13 @@ void print_totals(const std::string& what, const Ledgers& cpu) {
       cpu.memory.peak(core::MemoryCategory::activations));
 }
 
-void require_meta_equals_cpu(const std::string& layout, const model::GPTConfig& config, const std::string& shape,
-                             int B) {
+void require_meta_equals_cpu(const std::string& layout, const model::GPTConfig& config, const std::string& shape, int B,
+                             const model::StageOptions& stage) {
   const int P = mpi_test::world().size(), rank = mpi_test::world().rank();
   plan::StepOptions options;
   options.B = B, options.T = config.n_positions;
   options.grad_clip = 0.0f;  // the norm is computed and reduced; scaling by it would depend on its value
+  options.stage = stage;
   const std::vector<int> inputs = tokens(int64_t{options.B} * options.T, config.vocab_size, 1);
   const std::vector<int> targets = tokens(int64_t{options.B} * options.T, config.vocab_size, 2);
 
@@ -147,13 +149,15 @@ void require_meta_equals_cpu(const std::string& layout, const model::GPTConfig& 
   print_totals(layout + " on " + std::to_string(P) + " rank" + (P == 1 ? "" : "s") + ", " + shape, cpu);
 }
 
-void require_both_shapes(const std::string& layout, int B = kBatch) {
+void require_both_shapes(const std::string& layout, int B = kBatch, const model::StageOptions& stage = {}) {
   const std::string b = " B" + std::to_string(B);
+  const std::string placed =
+      stage.placement.grid == comm::Placement::Grid::none ? "" : ", --placement " + stage.placement.name();
   SECTION("L2 C48 NH12 V256 (padded by q = 3) T8, dropout 0.1") {
-    require_meta_equals_cpu(layout, byte_vocabulary(), "L2 C48 NH12 V256 T8" + b + " dropout 0.1", B);
+    require_meta_equals_cpu(layout, byte_vocabulary(), "L2 C48 NH12 V256 T8" + b + " dropout 0.1" + placed, B, stage);
   }
   SECTION("L1 C36 NH12 V101 (padded by every p and q > 1) T4, no dropout") {
-    require_meta_equals_cpu(layout, prime_vocabulary(), "L1 C36 NH12 V101 T4" + b, B);
+    require_meta_equals_cpu(layout, prime_vocabulary(), "L1 C36 NH12 V101 T4" + b + placed, B, stage);
   }
 }
 
@@ -173,4 +177,13 @@ TEST_CASE("an Optimus 2D rank's step on meta records exactly its CPU run's ledge
 
 TEST_CASE("a 3D rank's step on meta records exactly its CPU run's ledgers, rank by rank", "[tp3d]") {
   require_both_shapes("3d", kBatch3d);
+}
+
+TEST_CASE(
+    "a 3D rank's step with the cube's row lines on consecutive ranks on meta records exactly its CPU run's "
+    "ledgers, rank by rank",
+    "[tp3d_placed]") {
+  model::StageOptions stage;
+  stage.placement = comm::Placement::parse("row");
+  require_both_shapes("3d", kBatch3d, stage);
 }
