@@ -90,7 +90,7 @@ TEST_CASE("sizes: the plan refuses --ranks, --data-parallel and their product pa
   CHECK(plan_refusal(plan_options(tiny, 1, kIntMax)).find("a world of 2147483647 ranks") != std::string::npos);
   CHECK(plan_refusal(plan_options(tiny, kIntMax, 1, kIntMax)).find("a world of 2147483647") != std::string::npos);
   // 65536 × 65536 = 2^32 ranks: the product itself is past an int.
-  CHECK(plan_refusal(plan_options(tiny, 65536, 1, 65536)).find("a world of 4294967296 ranks") != std::string::npos);
+  CHECK(plan_refusal(plan_options(tiny, 65536, 65536, 65536)).find("a world of 4294967296 ranks") != std::string::npos);
   CHECK(plan_refusal(plan_options(tiny, kIntMax)).find("has B·T = 274877906816 tokens") != std::string::npos);
   plan::PlanOptions nodes = plan_options(tiny, 1);
   nodes.ranks_per_node = kIntMax;
@@ -154,7 +154,7 @@ TEST_CASE("sizes: products past an int or int64 are refused, the values just bel
     c.dropout = 0.1f;
     require_refused(c, {.seq = 1 << 21, .threads = 1 << 10}, "attention's dropout scratch");
     CHECK(refusal(c, {.seq = 1 << 21, .threads = 1 << 9}).empty());  // 2^52 exactly
-    c.dropout = 0.0f;                                                  // no dropout, no scratch
+    c.dropout = 0.0f;                                                // no dropout, no scratch
     CHECK(refusal(c, {.seq = 1 << 21, .threads = 1 << 10}).empty());
   }
   SECTION("the step's counts: L = 2^24, C = V = T = 1 fits 2^62 at B = 213414521, not at one more") {
