@@ -114,7 +114,9 @@ int64_t step_count_bound(const GPTConfig& c, const StepExtent& step) {
   const int64_t L = c.n_layer, C = c.n_embd, T = step.seq, Vp = sum({c.vocab_size, step.ranks - 1});
   const int64_t N = (product({step.batch, T}) + step.copies - 1) / step.copies;  // one copy's tokens
   const int64_t parameters = parameter_count(c);
-  const int64_t per_token = sum({parameters, product({8, L, T, C}), product({128, L, C}), product({8, Vp})});
+  const int64_t split = sum({parameters, product({8, L, T, C})});  // saturated stays past every limit
+  const int64_t per_rank = split == kSaturated ? kSaturated : (split + step.ranks - 1) / step.ranks;
+  const int64_t per_token = sum({per_rank, product({128, L, C}), product({8, Vp})});
   return sum({product({8, N, per_token}), product({64, parameters})});
 }
 
@@ -160,7 +162,8 @@ std::string step_sizes_problem(const GPTConfig& c, const StepExtent& step) {
   if (const int64_t count = step_count_bound(c, step); count > kMaxStepCount) {
     return "a step of this model at --batch " + std::to_string(B) + " and --seq " + std::to_string(T) +
            " may count up to " + amount(count) +
-           " FLOPs or bytes on one rank (8·N·(parameters + 8·L·T·C + 128·L·C + 8·V) + 64·parameters, N a copy's B·T), "
+           " FLOPs or bytes on one rank (8·N·((parameters + 8·L·T·C) / P + 128·L·C + 8·V) + 64·parameters, N a "
+           "copy's B·T), "
            "past 2^62 = " +
            std::to_string(kMaxStepCount) + ", the most the ledgers count; use a smaller --batch, --seq or model";
   }

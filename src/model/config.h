@@ -56,12 +56,15 @@ struct StepExtent {
 };
 
 /// A generous upper bound of every count a rank's ledgers keep in one step of `config` over one
-/// copy's N = B·T / D tokens: each kind of op's FLOPs, bytes read or bytes written, and the bytes
-/// of memory, with or without recomputation, at any precision:
-///   8·N·(parameters + 8·L·T·C + 128·L·C + 8·Vp) + 64·parameters,  Vp = V + P − 1
-/// (the step's products are 6·N·parameters FLOPs, 8 with recomputation's second forward;
-/// attention's scores about 40·N·T·C per block; every other op less than 1024·N·C a block).
-/// Saturates at INT64_MAX. Assumes validate() passed.
+/// copy's N = B·T / D tokens split over P ranks: each kind of op's FLOPs, bytes read or bytes
+/// written, each communicator's bytes, and the bytes of memory, with or without recomputation, at
+/// any precision:
+///   8·N·(⌈(parameters + 8·L·T·C) / P⌉ + 128·L·C + 8·Vp) + 64·parameters,  Vp = V + P − 1.
+/// The products and attention are split over the P ranks in every layout: 6·N·parameters FLOPs,
+/// 8 with recomputation's second forward, and attention's scores about 40·N·T·C per block. Every
+/// other op, which a layout may repeat on each rank (1D's LayerNorms), less than 1024·N·C a block,
+/// the vocabulary's ops 64·N·Vp, and the parameters' own (AdamW, the gradient norm) 64 per
+/// parameter. Saturates at INT64_MAX. Assumes validate() passed.
 int64_t step_count_bound(const GPTConfig& config, const StepExtent& step);
 
 /// Throws core::ConfigError unless every size of a step of `config` over `step` fits the type the

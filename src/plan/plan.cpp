@@ -259,7 +259,7 @@ int largest_sized_batch(const PlanOptions& o, int limit) {
 int largest_batch(const PlanOptions& o, int64_t bytes, int limit) {
   const int unit =
       o.data_parallel * train::batch_unit(o.layout, o.ranks, o.config.n_positions, o.stage.sequence_parallel);
-  limit = std::min(limit, largest_sized_batch(o, limit));  // past it a step's sizes overflow their types
+  limit = std::min(limit, largest_sized_batch(o, limit)) / unit * unit;  // past it a size passes its type
   auto step_fits = [&](int B) { return peak_bytes(o, B) <= static_cast<double>(bytes); };
   if (limit < unit || !step_fits(unit)) return 0;
   if (int64_t{2} * unit > limit) return unit;

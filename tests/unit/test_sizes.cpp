@@ -172,23 +172,35 @@ TEST_CASE("sizes: products past an int or int64 are refused, the values just bel
 
 TEST_CASE("sizes: step_count_bound bounds every count a planned step's ledgers keep", "[sizes]") {
   // Small shapes with the extreme ratios (C = 1 per head, long T, large V), with and without
-  // dropout and recomputation, serial and 1d on 2 ranks: every op's FLOPs and bytes, every
-  // collective's bytes and every rank's peak memory, under the bound.
+  // dropout and recomputation, in every layout and with data parallelism: every op's FLOPs and
+  // bytes, every communicator's bytes and every rank's peak memory, under the bound.
   struct Case {
     GPTConfig c;
-    int B, P;
+    int B;
+    train::Layout layout;
+    int P, D;
     bool recompute;
   };
+  using train::Layout;
   GPTConfig with_dropout = shape(2, 8, 8, 16, 50);
   with_dropout.dropout = 0.1f;
-  const Case cases[] = {{shape(1, 1, 1, 1, 1), 1, 1, false},  {shape(1, 1, 1, 1, 1), 3, 1, true},
-                        {shape(2, 8, 8, 16, 50), 2, 1, true}, {with_dropout, 2, 2, true},
-                        {shape(1, 2, 2, 64, 2), 1, 2, false}, {shape(2, 4, 2, 3, 1000), 4, 2, true}};
+  const Case cases[] = {{shape(1, 1, 1, 1, 1), 1, Layout::serial, 1, 1, false},
+                        {shape(1, 1, 1, 1, 1), 3, Layout::serial, 1, 1, true},
+                        {shape(2, 8, 8, 16, 50), 2, Layout::serial, 1, 1, true},
+                        {with_dropout, 2, Layout::tp1d, 2, 1, true},
+                        {shape(1, 2, 2, 64, 2), 1, Layout::tp1d, 2, 1, false},
+                        {shape(2, 4, 2, 3, 1000), 4, Layout::tp1d, 2, 2, true},
+                        {shape(2, 8, 4, 8, 30), 4, Layout::tp2d, 4, 1, true},
+                        {shape(1, 4, 2, 2, 3), 2, Layout::tp2d, 4, 1, false},
+                        {shape(1, 8, 2, 4, 20), 4, Layout::tp3d, 8, 1, true},
+                        // GPT-3 175B's shapes, where the products dominate: their FLOPs are about 0.9 of the bound.
+                        {shape(96, 12288, 96, 2048, 50257), 2, Layout::tp2d, 4, 1, true}};
   for (const Case& k : cases) {
-    plan::PlanOptions o = plan_options(k.c, k.B, k.P);
-    o.json = true;
+    plan::PlanOptions o = plan_options(k.c, k.B, 1, k.D);
+    o.layout = k.layout, o.ranks = k.P, o.json = true;
     o.stage.recompute = k.recompute ? model::Recompute::block : model::Recompute::none;
-    const int64_t bound = model::step_count_bound(k.c, {.batch = k.B, .seq = k.c.n_positions, .ranks = k.P});
+    const int64_t bound =
+        model::step_count_bound(k.c, {.batch = k.B, .seq = k.c.n_positions, .ranks = k.P, .copies = k.D});
     const nlohmann::json report = nlohmann::json::parse(plan::plan_report(o));
     int64_t largest = 0;
     for (const auto& rank : report["per_rank"]) {
@@ -198,9 +210,16 @@ TEST_CASE("sizes: step_count_bound bounds every count a planned step's ledgers k
           largest = std::max(largest, t[count].get<int64_t>());
         }
       }
+      for (const auto& [name, communicator] : rank["comm"].items()) {
+        for (const auto& [op, t] : communicator.items()) {
+          if (t.is_object()) largest = std::max(largest, t["bytes"].get<int64_t>());
+        }
+      }
     }
-    INFO("L" << k.c.n_layer << " C" << k.c.n_embd << " NH" << k.c.n_head << " T" << k.c.n_positions << " V"
-             << k.c.vocab_size << " B" << k.B << " P" << k.P << ": largest count " << largest << ", bound " << bound);
+    INFO(train::to_string(k.layout) << " P" << k.P << " D" << k.D << " L" << k.c.n_layer << " C" << k.c.n_embd << " NH"
+                                    << k.c.n_head << " T" << k.c.n_positions << " V" << k.c.vocab_size << " B" << k.B
+                                    << ": largest count " << largest << ", bound " << bound);
+    CHECK(largest > 0);
     CHECK(largest <= bound);
   }
 }
