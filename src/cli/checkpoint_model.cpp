@@ -9,10 +9,10 @@ namespace optimus::cli {
 model::GPTConfig checkpoint_model(comm::World& world, const std::string& checkpoint, int B, int ranks) {
   model::GPTConfig config;
   world.agree_on([&] { config = train::load_checkpoint_config(checkpoint); });
-  model::require_step_sizes(config, {.batch = B, .seq = config.n_positions, .ranks = ranks});
   train::require_memory(world, train::step_bytes_lower_bound(config, B, ranks, train::ModelUse::evaluate),
                         "the model of " + checkpoint + " (" + std::to_string(config.num_parameters()) + " parameters)",
                         "use a smaller --batch, more processes, or another checkpoint");
+  model::require_step_sizes(config, {.batch = B, .seq = config.n_positions, .ranks = ranks});
   return config;
 }
 
