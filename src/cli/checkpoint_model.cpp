@@ -13,6 +13,7 @@ model::GPTConfig checkpoint_model(comm::World& world, const std::string& checkpo
   train::require_memory(world, train::step_bytes_lower_bound(config, B, ranks, train::ModelUse::evaluate),
                         "the model of " + checkpoint + " (" + std::to_string(config.num_parameters()) + " parameters)",
                         fix);
+  model::require_step_sizes(config, {.batch = B, .seq = config.n_positions, .ranks = ranks});
   return config;
 }
 

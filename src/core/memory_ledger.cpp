@@ -1,6 +1,7 @@
 // The memory ledger's bookkeeping.
 #include "core/memory_ledger.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <iterator>
 #include <sstream>
@@ -15,6 +16,9 @@ const char* memory_category_name(MemoryCategory c) {
   static_assert(std::size(kNames) == kMemoryCategoryCount);
   return kNames[static_cast<size_t>(c)];
 }
+
+// The most bytes a ledger records: int64's range, so that a total is also a valid int64 (the plan's JSON).
+constexpr size_t kMaxRecorded = static_cast<size_t>(INT64_MAX);
 
 static std::string mib(size_t bytes) {
   char s[32];
@@ -32,6 +36,14 @@ static void report_line(std::ostream& out, const char* what, size_t current, siz
 void MemoryLedger::allocate(MemoryCategory c, size_t bytes) {
   bytes = counted(c, bytes);
   MemorySnapshot& n = numbers_;
+  // The sizes are checked before a step is built (model::require_step_sizes), so this never wraps;
+  // if it would, the record stays right and the allocation is refused.
+  if (bytes > kMaxRecorded - n.current_total_bytes) {
+    throw MemoryBudgetExceeded("memory ledger: allocating " + std::to_string(bytes) + " bytes of " +
+                               memory_category_name(c) +
+                               " would bring this rank past 2^63 bytes; use a smaller "
+                               "batch or model");
+  }
   if (budget_ != 0 && n.current_total_bytes + bytes > budget_) {
     throw MemoryBudgetExceeded("memory budget exceeded: allocating " + mib(bytes) + " of " + memory_category_name(c) +
                                " would bring this rank to " + mib(n.current_total_bytes + bytes) +

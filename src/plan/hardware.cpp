@@ -1,7 +1,7 @@
 // Reading a hardware profile: every number is {"value": …, "source": …}; the model keeps the values.
 #include "plan/hardware.h"
 
-#include <cstdio>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <iterator>
@@ -23,6 +23,22 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// The range a profile's number must lie in, and how the message states it. The ranges are
+// data/hardware/README.md's "What a profile may hold": wide enough for any machine built or planned,
+// narrow enough that every time and size the model derives from them stays finite and in range.
+struct Range {
+  double least, most;
+  bool whole;        // a count or a number of bytes
+  const char* text;  // "a whole number from 1 to 1048576 (2^20)"
+};
+
+constexpr double kPebibyte = 1125899906842624.0;  // 2^50
+constexpr Range kCount{1, 1048576, true, "a whole number from 1 to 1048576 (2^20)"};
+constexpr Range kMemory{1, kPebibyte, true, "a whole number of bytes from 1 to 1125899906842624 (1 PiB)"};
+constexpr Range kRate{1e3, 1e21, false, "a rate from 1e3 to 1e21 per second"};
+constexpr Range kLatency{0, 1, false, "a time from 0 to 1 s"};
+constexpr Range kPerByte{0, 1e-3, false, "a time per byte from 0 to 1e-3 s (a link of at least 1 kB/s)"};
+
 // Reads fields of one profile file, each failure one sentence naming the file and the field.
 class Fields {
  public:
@@ -38,31 +54,30 @@ class Fields {
     return object.at(key);
   }
 
-  // A {"value": number, "source": …} field, at least `least`.
-  double number(const Json& object, const std::string& key, const std::string& field, double least) const {
-    const Json& v = member(member(object, key, field), "value", field + ".value");
+  // A plain number in `range`.
+  double in_range(const Json& v, const std::string& field, const Range& range) const {
     if (!v.is_number()) fail(field, "is not a number");
     const double x = v.get<double>();
-    if (!(x >= least) || x > std::numeric_limits<double>::max()) {
-      char bound[32];
-      std::snprintf(bound, sizeof bound, "%g", least);
-      fail(field, "must be a finite number of at least " + std::string(bound) + ", but is " + io::json_excerpt(v));
-    }
+    const bool fits = x >= range.least && x <= range.most && (!range.whole || x == std::floor(x));
+    if (!fits) fail(field, "must be " + std::string(range.text) + ", but is " + io::json_excerpt(v));
     return x;
   }
 
+  // A {"value": number, "source": …} field in `range`.
+  double number(const Json& object, const std::string& key, const std::string& field, const Range& range) const {
+    return in_range(member(member(object, key, field), "value", field + ".value"), field, range);
+  }
+
   int count(const Json& object, const std::string& key, const std::string& field) const {
-    const double x = number(object, key, field, 1);
-    if (x != static_cast<int>(x)) fail(field, "must be a whole number");
-    return static_cast<int>(x);
+    return static_cast<int>(number(object, key, field, kCount));
   }
 
   Link link(const Json& links, const std::string& key) const {
     const std::string field = "links." + key;
     const Json& l = member(links, key, field);
-    return {.alpha_s = number(l, "alpha_s", field + ".alpha_s", 0),
-            .beta_s_per_byte = number(l, "beta_s_per_byte", field + ".beta_s_per_byte", 0),
-            .gamma_s_per_byte = number(l, "gamma_s_per_byte", field + ".gamma_s_per_byte", 0),
+    return {.alpha_s = number(l, "alpha_s", field + ".alpha_s", kLatency),
+            .beta_s_per_byte = number(l, "beta_s_per_byte", field + ".beta_s_per_byte", kPerByte),
+            .gamma_s_per_byte = number(l, "gamma_s_per_byte", field + ".gamma_s_per_byte", kPerByte),
             .devices_per_link = count(l, "devices_per_link", field + ".devices_per_link"),
             .nics_per_node = key == "inter_node" ? count(l, "nics_per_node", field + ".nics_per_node") : 1};
   }
@@ -79,7 +94,7 @@ class Fields {
              "is not an op kind other than matmul (attention, layernorm, crossentropy, "
              "elementwise, reduction, embedding, optimizer)");
       }
-      out[static_cast<size_t>(k)] = number(rates, key, "op_rates." + key, std::numeric_limits<double>::min());
+      out[static_cast<size_t>(k)] = number(rates, key, "op_rates." + key, kRate);
     }
     return out;
   }
@@ -97,10 +112,7 @@ class Fields {
       }
       const int64_t at_most = last ? std::numeric_limits<int64_t>::max() : bound.get<int64_t>();
       if (!classes.empty() && at_most <= classes.back().min_dim_at_most) fail(field, "bounds must increase");
-      if (!rows[k].contains("value") || !rows[k]["value"].is_number() || !(rows[k]["value"].get<double>() > 0)) {
-        fail(at + ".value", "must be a positive number");
-      }
-      classes.push_back({at_most, rows[k]["value"].get<double>()});
+      classes.push_back({at_most, in_range(member(rows[k], "value", at + ".value"), at + ".value", kRate)});
     }
     return classes;
   }
@@ -113,18 +125,21 @@ class Fields {
     if (!by_ranks.is_object()) fail("measurements.collective_fits", "is not an object");
     for (const auto& [ranks, by_op] : by_ranks.items()) {
       const std::string at = "measurements.collective_fits." + ranks.substr(0, 10);
-      const int p = std::atoi(ranks.c_str());
-      if (p < 2 || std::to_string(p) != ranks || !by_op.is_object()) fail(at, "must be a rank count of 2 or more");
+      const bool digits =
+          !ranks.empty() && ranks.size() <= 7 && ranks.find_first_not_of("0123456789") == std::string::npos;
+      const int p = digits ? std::stoi(ranks) : 0;
+      if (p < 2 || p > kCount.most || std::to_string(p) != ranks || !by_op.is_object()) {
+        fail(at, "must be a rank count from 2 to 1048576 (2^20)");
+      }
       for (comm::CommOp op : {comm::CommOp::all_reduce, comm::CommOp::broadcast, comm::CommOp::reduce,
                               comm::CommOp::all_gather, comm::CommOp::reduce_scatter}) {
         const std::string name = comm::comm_op_name(op);
         if (!by_op.contains(name)) continue;
         const Json& fit = by_op[name];
-        const auto plain = [&](const char* key) {
-          if (!fit.contains(key) || !fit[key].is_number()) fail(at + "." + name + "." + key, "is not a number");
-          return fit[key].get<double>();  // a fit's intercept may be slightly negative: kept as fitted
+        const auto plain = [&](const char* key, const Range& range) {
+          return in_range(member(fit, key, at + "." + name + "." + key), at + "." + name + "." + key, range);
         };
-        out[{p, op}] = {plain("alpha_s"), plain("beta_s_per_byte")};
+        out[{p, op}] = {plain("alpha_s", kLatency), plain("beta_s_per_byte", kPerByte)};
       }
     }
     return out;
@@ -191,13 +206,14 @@ HardwareProfile load_hardware(const std::string& name_or_path) {
   if (!name.is_string()) f.fail("name", "is not text");
   h.name = name.get<std::string>();
   h.devices_per_node = f.count(profile, "devices_per_node", "devices_per_node");
-  h.device_memory_bytes = static_cast<int64_t>(f.number(profile, "device_memory_bytes", "device_memory_bytes", 1));
+  h.device_memory_bytes =
+      static_cast<int64_t>(f.number(profile, "device_memory_bytes", "device_memory_bytes", kMemory));
   h.matmul = f.matmul(f.member(profile, "matmul_flops_per_s", "matmul_flops_per_s"), "matmul_flops_per_s");
   if (profile.contains("matmul_bf16_flops_per_s")) {
     h.matmul_bf16 = f.matmul(profile["matmul_bf16_flops_per_s"], "matmul_bf16_flops_per_s");
   }
-  h.memory_bytes_per_s = f.number(profile, "memory_bytes_per_s", "memory_bytes_per_s", 1);
-  h.collective_launch_s = f.number(profile, "collective_launch_s", "collective_launch_s", 0);
+  h.memory_bytes_per_s = f.number(profile, "memory_bytes_per_s", "memory_bytes_per_s", kRate);
+  h.collective_launch_s = f.number(profile, "collective_launch_s", "collective_launch_s", kLatency);
   const Json& links = f.member(profile, "links", "links");
   h.intra_node = f.link(links, "intra_node");
   h.inter_node = f.link(links, "inter_node");

@@ -72,8 +72,11 @@ struct HardwareProfile {
 std::string hardware_dir();
 
 /// Reads the profile `name_or_path`: a path when it contains '/' or ends in ".json", else
-/// hardware_dir()/NAME.json. A missing file, a missing or mistyped field, or an unknown algorithm
-/// is a core::ConfigError naming the file and the field (and, for an unknown name, the known ones).
+/// hardware_dir()/NAME.json. A missing file, a missing or mistyped field, a number out of its range
+/// (data/hardware/README.md: counts 1 to 2^20, device memory up to 1 PiB, rates 1e3 to 1e21 per
+/// second, latencies 0 to 1 s, times per byte 0 to 1e-3 s, measured fits' intercepts too), or an
+/// unknown algorithm is a core::ConfigError naming the file and the field (and, for an unknown
+/// name, the known ones).
 HardwareProfile load_hardware(const std::string& name_or_path);
 
 }  // namespace optimus::plan

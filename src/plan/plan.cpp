@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <sstream>
 
@@ -22,6 +23,20 @@
 namespace optimus::plan {
 
 namespace {
+
+// printf into a string as long as the text, so that a report's line is never cut, whatever the
+// numbers' widths.
+[[gnu::format(printf, 1, 2)]] std::string formatted(const char* format, ...) {
+  va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  const int length = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string text(static_cast<size_t>(std::max(length, 0)), '\0');
+  if (length > 0) std::vsnprintf(text.data(), text.size() + 1, format, again);
+  va_end(again);
+  return text;
+}
 
 struct RankLedgers {
   int rank = 0;
@@ -119,19 +134,16 @@ nlohmann::json to_json(const TimeBreakdown& t) {
 
 std::string to_text(const char* what, const TimeBreakdown& t) {
   std::ostringstream out;
-  char line[240];
-  std::snprintf(line, sizeof line, "  time of %-8s %10.3f ms = compute %10.3f + communication %10.3f - hidden %8.3f",
-                what, 1e3 * t.total_s, 1e3 * t.compute_s, 1e3 * t.communication_s, 1e3 * t.hidden_s);
-  out << line
+  out << formatted("  time of %-8s %10.3f ms = compute %10.3f + communication %10.3f - hidden %8.3f", what,
+                   1e3 * t.total_s, 1e3 * t.compute_s, 1e3 * t.communication_s, 1e3 * t.hidden_s)
       << (t.time_sharing > 1 ? " (ranks share cores: x" + std::to_string(t.time_sharing).substr(0, 4) + ")" : "")
       << "\n";
   int width = 6;  // the names' column: "world" and 2D's "row" and "col" fit six, 3D's "cube_depth" not
   for (const CollectiveTime& c : t.communication) width = std::max(width, static_cast<int>(c.communicator.size()));
   for (const CollectiveTime& c : t.communication) {
-    std::snprintf(line, sizeof line, "    %-*s %-15s %-17s %-10s sharing %2d  wire %12.1f MiB  %10.3f ms\n", width,
-                  c.communicator.c_str(), comm::comm_op_name(c.op), c.algorithm.c_str(), c.link.c_str(), c.sharing,
-                  c.wire_bytes / (1024.0 * 1024.0), 1e3 * c.seconds);
-    out << line;
+    out << formatted("    %-*s %-15s %-17s %-10s sharing %2d  wire %12.1f MiB  %10.3f ms\n", width,
+                     c.communicator.c_str(), comm::comm_op_name(c.op), c.algorithm.c_str(), c.link.c_str(), c.sharing,
+                     c.wire_bytes / (1024.0 * 1024.0), 1e3 * c.seconds);
   }
   return out.str();
 }
@@ -168,24 +180,20 @@ double mib(size_t bytes) {
 
 std::string to_text(const RankLedgers& r) {
   std::ostringstream out;
-  char line[200];
   out << "rank " << r.rank << "\n  memory (MiB)      peak        held after the step\n";
   for (int c = 0; c < core::kMemoryCategoryCount; ++c) {
     const auto category = static_cast<core::MemoryCategory>(c);
-    std::snprintf(line, sizeof line, "    %-14s %12.1f %12.1f\n", core::memory_category_name(category),
-                  mib(r.memory.peak(category)), mib(r.held.current(category)));
-    out << line;
+    out << formatted("    %-14s %12.1f %12.1f\n", core::memory_category_name(category), mib(r.memory.peak(category)),
+                     mib(r.held.current(category)));
   }
-  std::snprintf(line, sizeof line, "    %-14s %12.1f %12.1f\n", "total", mib(r.memory.peak_total()),
-                mib(r.held.current_total()));
-  out << line << "  ops\n";
+  out << formatted("    %-14s %12.1f %12.1f\n", "total", mib(r.memory.peak_total()), mib(r.held.current_total()))
+      << "  ops\n";
   for (int k = 0; k < core::kOpKindCount; ++k) {
     const auto kind = static_cast<core::OpKind>(k);
     const auto& t = r.ops.of(kind);
-    std::snprintf(line, sizeof line, "    %-14s calls %8lld  GFLOP %14.3f  read %12.1f MiB  written %12.1f MiB\n",
-                  core::op_kind_name(kind), static_cast<long long>(t.calls), static_cast<double>(t.flops) / 1e9,
-                  mib(static_cast<size_t>(t.bytes_read)), mib(static_cast<size_t>(t.bytes_written)));
-    out << line;
+    out << formatted("    %-14s calls %8lld  GFLOP %14.3f  read %12.1f MiB  written %12.1f MiB\n",
+                     core::op_kind_name(kind), static_cast<long long>(t.calls), static_cast<double>(t.flops) / 1e9,
+                     mib(static_cast<size_t>(t.bytes_read)), mib(static_cast<size_t>(t.bytes_written)));
   }
   out << "  communication\n";
   if (r.comm.communicators().empty()) out << "    none\n";
@@ -195,10 +203,9 @@ std::string to_text(const RankLedgers& r) {
     for (int k = 0; k < comm::kCommOpCount; ++k) {
       const auto op = static_cast<comm::CommOp>(k);
       if (r.comm.calls(name, op) == 0) continue;
-      std::snprintf(line, sizeof line, "    %-*s (%d ranks) %-15s calls %8lld  %14.1f MiB\n", width, name.c_str(),
-                    r.comm.group_size(name), comm::comm_op_name(op), static_cast<long long>(r.comm.calls(name, op)),
-                    mib(static_cast<size_t>(r.comm.bytes(name, op))));
-      out << line;
+      out << formatted("    %-*s (%d ranks) %-15s calls %8lld  %14.1f MiB\n", width, name.c_str(),
+                       r.comm.group_size(name), comm::comm_op_name(op), static_cast<long long>(r.comm.calls(name, op)),
+                       mib(static_cast<size_t>(r.comm.bytes(name, op))));
     }
   }
   return out.str();
@@ -224,13 +231,38 @@ double peak_bytes(const PlanOptions& o, int B) {
   return static_cast<double>(peak);
 }
 
+// The most ranks a plan's world may have: the time model visits every rank of a group for each
+// collective, and 16 Mi ranks is far past any machine built.
+constexpr int64_t kMaxWorld = int64_t{1} << 24;
+
+// The extent require_step_sizes checks for a step of `o` at batch B.
+model::StepExtent extent(const PlanOptions& o, int64_t B) {
+  return {.batch = B, .seq = o.config.n_positions, .ranks = o.ranks, .copies = o.data_parallel, .threads = o.threads};
+}
+
+// The largest B up to `limit` whose step's sizes all fit (model::require_step_sizes); they grow with B.
+int largest_sized_batch(const PlanOptions& o, int limit) {
+  int lo = 0, hi = limit;  // every B up to lo fits (0: none), every B past hi does not
+  while (lo < hi) {
+    const int mid = lo + (hi - lo + 1) / 2;
+    if (model::step_sizes_problem(o.config, extent(o, mid)).empty()) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
 }  // namespace
 
 int largest_batch(const PlanOptions& o, int64_t bytes, int limit) {
   const int unit =
       o.data_parallel * train::batch_unit(o.layout, o.ranks, o.config.n_positions, o.stage.sequence_parallel);
+  limit = std::min(limit, largest_sized_batch(o, limit)) / unit * unit;  // past it a size passes its type
   auto step_fits = [&](int B) { return peak_bytes(o, B) <= static_cast<double>(bytes); };
-  if (!step_fits(unit)) return 0;
+  if (limit < unit || !step_fits(unit)) return 0;
+  if (int64_t{2} * unit > limit) return unit;
   // Every buffer's size is affine in B, so the peak is the largest of affine functions of B: convex.
   // The line through B = unit and 2·unit, extended, stays below it, so the B where the line reaches
   // `bytes` bounds the answer from above; usually the peak is that line, and one check confirms it.
@@ -268,15 +300,26 @@ void require_valid(const PlanOptions& o) {
   if (o.data_parallel < 1) {
     throw core::ConfigError("--data-parallel must be 1 or more, but is " + std::to_string(o.data_parallel));
   }
+  if (const int64_t world = int64_t{o.ranks} * o.data_parallel; world > kMaxWorld) {
+    throw core::ConfigError("--ranks " + std::to_string(o.ranks) + " times --data-parallel " +
+                            std::to_string(o.data_parallel) + " is a world of " + std::to_string(world) +
+                            " ranks, past the " + std::to_string(kMaxWorld) +
+                            " (2^24) a plan models; use fewer --ranks or --data-parallel");
+  }
+  if (o.ranks_per_node < 0) {
+    throw core::ConfigError("--ranks-per-node must be 1 or more, but is " + std::to_string(o.ranks_per_node));
+  }
+  if (o.ranks_per_node > kMaxWorld) {
+    throw core::ConfigError("--ranks-per-node must be at most " + std::to_string(kMaxWorld) + " (2^24), but is " +
+                            std::to_string(o.ranks_per_node));
+  }
+  o.config.validate();  // first: the layout's checks below take the model's widths
+  model::require_step_sizes(o.config, extent(o, o.batch));
   train::require_fits(o.layout, o.ranks, o.stage);  // the copy's ranks, named as the world of --ranks
   if (o.data_parallel > 1) {                        // the layout's batch checks come with the model, on a copy's share
     train::require_data_parallel_fits(o.layout, o.ranks * o.data_parallel, o.data_parallel, o.batch, 1,
                                       o.config.n_positions, o.stage, "cpu");
   }
-  if (o.ranks_per_node < 0) {
-    throw core::ConfigError("--ranks-per-node must be 1 or more, but is " + std::to_string(o.ranks_per_node));
-  }
-  o.config.validate();
 }
 
 double host_bytes_lower_bound(const PlanOptions& o) {
@@ -387,10 +430,9 @@ std::string report_text(const PlanOptions& o, const Report& r) {
   out << "busiest rank: " << r.ranks[r.busiest].rank << " (the largest peak memory, "
       << mib(r.ranks[r.busiest].memory.peak_total()) << " MiB)\n";
   if (r.timed) {
-    char line[200];
-    std::snprintf(line, sizeof line, "slowest rank: %d (step %.3f ms, forward %.3f ms)\n", r.ranks[r.slowest].rank,
-                  1e3 * r.times[r.slowest].step.total_s, 1e3 * r.times[r.slowest].forward.total_s);
-    out << line << "largest batch that fits " << mib(static_cast<size_t>(r.hardware.device_memory_bytes))
+    out << formatted("slowest rank: %d (step %.3f ms, forward %.3f ms)\n", r.ranks[r.slowest].rank,
+                     1e3 * r.times[r.slowest].step.total_s, 1e3 * r.times[r.slowest].forward.total_s)
+        << "largest batch that fits " << mib(static_cast<size_t>(r.hardware.device_memory_bytes))
         << " MiB per device: " << (r.fits > 0 ? std::to_string(r.fits) : "none (not even the smallest batch)") << "\n";
   }
   return out.str();

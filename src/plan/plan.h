@@ -38,15 +38,17 @@ struct PlanOptions {
 /// `bytes` on the first and the last rank (whose blocks are the largest and the smallest of every
 /// kind); 0 if not even the smallest batch does. B is a multiple of the layout's batch unit
 /// (train::batch_unit: 2D's q, the rows that split the batch; with D copies, of D times that).
-/// The benchmark's --max-batch-budget is this search, confirmed by one real step.
+/// Only batches whose sizes pass model::require_step_sizes are tried. The benchmark's
+/// --max-batch-budget is this search, confirmed by one real step.
 int largest_batch(const PlanOptions& options, int64_t bytes, int limit);
 
 /// The ranks a plan runs: every rank when P <= 16, else the first and the last; with D > 1
 /// copies, those of the first copy and the same ranks of the last (world ranks d·P + t).
 std::vector<int> ranks_to_run(int P, int D = 1);
 
-/// Throws core::ConfigError for options no plan can run: a count below 1, a batch the copies do not
-/// divide, a model that is not valid (model::GPTConfig::validate).
+/// Throws core::ConfigError for options no plan can run: a count below 1, a world D·P or ranks per
+/// node past 2^24, a model that is not valid (model::GPTConfig::validate), a step whose sizes do not
+/// fit their types (model::require_step_sizes), a layout or a batch the ranks and copies do not split.
 void require_valid(const PlanOptions& options);
 
 /// A lower bound of this machine's memory a plan holds while it runs: the meta device holds no

@@ -206,6 +206,7 @@ std::string bench(const BenchOptions& o, comm::World& world) {
   const int B = o.batch, T = config.n_positions, D = o.data_parallel, K = o.grad_accum;
   require_data_parallel_fits(o.layout, world.size(), D, B, K, T, o.stage, o.device.device);
   const int P = world.size() / D;  // the ranks of one model copy
+  model::require_step_sizes(config, {.batch = B, .seq = T, .ranks = P, .copies = D});
   if (o.device.device == "cpu") {
     // A rank holds its share of one copy's model and of one micro-batch's activations.
     require_memory(world, step_bytes_lower_bound(config, B / (D * K), P, ModelUse::train),

@@ -717,6 +717,7 @@ int train(TrainOptions o, comm::World& world) {
   });
   adopt_data_tokenizer(o, world, train_data, val_data, tokenizer);
   adopt_data_vocabulary(o, train_data, val_data);  // a token file's vocabulary decides the model's size
+  model::require_step_sizes(o.model, {.batch = B, .seq = T, .ranks = world.size() / D, .copies = D});
   if (o.device.device == "cpu") {
     model::GPTConfig at_T = o.model;  // the activations are those of T, the positions table is small
     at_T.n_positions = T;

@@ -698,8 +698,11 @@ case_address_space_below_start() {
   refused "optimus needs an address space of at least" \
     "${under_ulimit[@]}" "$kib" env OPENBLAS_NUM_THREADS=1 "$optimus" --help
 }
+# 2^24 layers, the most a model may have: 8 KiB each is 128 GiB, past the machine's memory or the 8 GiB
+# of address space the case allows it.
 case_plan_layers_past_memory() {
-  refused "planning 1000000000 layers at --batch 1 needs at least" "$optimus" plan --layers 1000000000
+  refused "planning 16777216 layers at --batch 1 needs at least 128 GiB per process" \
+    "${under_ulimit[@]}" 8388608 "$optimus" plan --layers 16777216
 }
 
 # ---- failures during a run -------------------------------------------------------------------------

@@ -14,3 +14,8 @@ import json, sys
 rated = set(json.load(open(sys.argv[1]))["op_rates"])
 want = {"attention", "layernorm", "crossentropy", "elementwise", "reduction", "embedding", "optimizer"}
 sys.exit(f"FAIL: op_rates lacks {sorted(want - rated)}" if want - rated else None)' "$out/local.json"
+# The loader takes each profile, its numbers in data/hardware/README.md's ranges (a fit's intercepts
+# at least 0 among them): a small plan on each exits 0.
+for profile in "$out/local.json" "$src"/data/hardware/*.json; do
+  "$3" plan --layers 1 --embd 8 --heads 2 --seq 4 --vocab 16 --hardware "$profile" >/dev/null
+done

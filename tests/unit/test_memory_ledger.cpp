@@ -1,4 +1,5 @@
 // The memory ledger's accounting: current and peak bytes per category, and the budget.
+#include <cstdint>
 #include <type_traits>
 
 #include <catch2/catch.hpp>
@@ -34,6 +35,20 @@ TEST_CASE("memory ledger refuses to release more than was allocated", "[ledger]"
   MemoryLedger ledger;
   ledger.allocate(MemoryCategory::workspace, 10);
   CHECK_THROWS_AS(ledger.release(MemoryCategory::workspace, 11), std::logic_error);
+}
+
+TEST_CASE("memory ledger refuses a total past 2^63 - 1 bytes instead of wrapping, and records nothing", "[ledger]") {
+  MemoryLedger ledger;  // no budget
+  const size_t quarter = size_t{1} << 62;
+  ledger.allocate(MemoryCategory::parameters, quarter);
+  CHECK_THROWS_AS(ledger.allocate(MemoryCategory::activations, quarter), MemoryBudgetExceeded);
+  CHECK(ledger.current_total() == quarter);
+  CHECK(ledger.current(MemoryCategory::activations) == 0);
+  ledger.allocate(MemoryCategory::activations, quarter - 1);  // exactly 2^63 - 1 in all: still recorded
+  CHECK(ledger.current_total() == static_cast<size_t>(INT64_MAX));
+  ledger.release(MemoryCategory::activations, quarter - 1);
+  ledger.release(MemoryCategory::parameters, quarter);
+  CHECK(ledger.current_total() == 0);
 }
 
 TEST_CASE("an allocation past the budget fails with a clear error and records nothing", "[ledger]") {
