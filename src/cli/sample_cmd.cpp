@@ -34,7 +34,10 @@ int run_sample(comm::World& world, SampleArgs& a, CLI::App&) {
   if (s.top_k < 0) {
     throw core::ConfigError("--top-k must be 0 (the whole vocabulary) or more, but is " + std::to_string(s.top_k));
   }
-  const model::GPTConfig config = checkpoint_model(world, a.checkpoint, 1, 1);
+  const model::GPTConfig config = checkpoint_model(world, a.checkpoint);
+  // A pass of one sequence of the model's n_positions tokens (T 0), the serial model on this process.
+  require_memory_to_evaluate(world, a.checkpoint, config, {.B = 1, .T = 0}, "sampling from", "",
+                             "sample on a machine with more memory, or use another checkpoint");
   serial::GPT gpt(config, core::cpu_context(), 0, {.values = model::InitialValues::loaded});
   train::load_weights(a.checkpoint, config, gpt.params());
   const auto tokenizer = train::tokenizer_in(a.checkpoint);  // the checkpoint's own, else bytes
