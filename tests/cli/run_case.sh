@@ -668,6 +668,15 @@ case_layers_past_address_space() {
     "${under_ulimit[@]}" 1572864 "$optimus" train --layers 64 --embd 512 --heads 8 --seq 16 --batch 4 "${quiet[@]}" \
     --data "$ws/text.txt" --out "$ws/new_run"
 }
+case_step_past_address_space() {
+  # A step of 3.6 GiB, measured on the meta device, past what 3.5 GiB of address space leaves once the
+  # libraries are mapped (the lower-bound screen, 1.7 GiB, lets it through to the exact check).
+  refused "training this model at --batch 8000 needs" \
+    "${under_ulimit[@]}" 3670016 "$optimus" train --layers 1 --embd 32 --heads 2 --seq 64 --batch 8000 "${quiet[@]}" \
+    --data "$ws/text.txt" --out "$ws/new_run"
+  grep -q "more per process for its training step (its peak on the meta device, beside the .* the process holds now), but the address-space limit (ulimit -v) leaves this process only" "$tmp/out" ||
+    fail "the error does not name the step's need against the address-space limit"
+}
 case_address_space_below_start() {
   # 300000 KiB is below what any build needs to start; a CUDA build's libraries alone take more (the
   # loader would refuse it before optimus runs), so it gets the 1 GiB under which it used to spin.
