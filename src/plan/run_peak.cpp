@@ -49,7 +49,11 @@ double step_peak_bytes(const train::RunShape& shape) {
   run(shape.layout, shape.config, ctx, *dp.model, step, tokens.data(), tokens.data());
   // What the CPU's pool would hold at most: the Buffers' peak, plus the free blocks of sizes that no
   // later Buffer takes again (core::BlockPool keeps blocks by exact size).
-  const double buffers = static_cast<double>(std::max(memory.peak_total(), memory.pool().peak_counted_bytes()));
+  double buffers = static_cast<double>(std::max(memory.peak_total(), memory.pool().peak_counted_bytes()));
+  // A model that only evaluates never writes its gradients, held from the build on: their blocks are
+  // zero pages (core::Fill::zero_lazy) that take no memory.
+  if (shape.use == train::ModelUse::evaluate)
+    buffers -= static_cast<double>(memory.current(core::MemoryCategory::gradients));
   return buffers + reduction_scratch_bytes(comm);
 }
 

@@ -147,7 +147,9 @@ void require_run_memory(comm::World& world, RunShape shape, const StepPeak& step
   require_memory(world, step_bytes_lower_bound(at_T, micro_batch, ranks, shape.use), what, fix);
   // The measurement: this rank's step on meta, and what this process holds already.
   shape.rank = world.rank();
-  const double step = step_peak(shape), held = resident_bytes();
+  double step = 0;
+  world.agree_on([&] { step = step_peak(shape); });  // a shape the stage refuses, refused on every rank
+  const double held = resident_bytes();
   const OnThisMachine here = on_this_machine(step);
   report(world, step, held, here);
   world.agree_on([&] {
