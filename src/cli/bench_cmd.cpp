@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "plan/plan.h"
+#include "plan/run_peak.h"
 #include "train/bench.h"
 #include "train/data_parallel.h"
 #include "train/layout.h"
@@ -69,7 +70,8 @@ int run_bench(comm::World& world, BenchArgs& a, CLI::App&) {
   const train::BenchOptions& b = a.options;
   train::require_bench_options(b);
   train::note_unused_overlap(world, b.stage.overlap, b.layout, b.data_parallel);
-  const std::string line = b.budget_mib > 0 ? max_batch_under_budget(b, world) : train::bench(b, world);
+  const std::string line =
+      b.budget_mib > 0 ? max_batch_under_budget(b, world) : train::bench(b, world, plan::step_peak_bytes);
   world.print0("%s\n", line.c_str());
   return 0;
 }

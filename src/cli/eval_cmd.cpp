@@ -39,14 +39,18 @@ int run_eval(comm::World& world, EvalArgs& a, CLI::App&) {
   const int B = a.batch, T = a.seq;
   train::require_fits(a.layout, world.size(), model::StageOptions{});
   if (B <= 0 || T <= 0 || a.batches <= 0) throw core::ConfigError("--batch, --seq and --batches must be positive");
-  const model::GPTConfig config = checkpoint_model(world, a.checkpoint, B, world.size(),
-                                                   "use a smaller --batch, more processes, or another checkpoint");
+  train::require_batch_fits(a.layout, B, world.size());
+  const model::GPTConfig config = checkpoint_model(world, a.checkpoint);
+  if (a.device.device == "cpu") {  // a GPU holds the model: the host holds little more than the data
+    require_memory_to_evaluate(
+        world, a.checkpoint, config, {.layout = a.layout, .world_size = world.size(), .B = B, .T = T}, "evaluating",
+        " at --batch " + std::to_string(B), "use a smaller --batch or --seq, more processes, or another checkpoint");
+  }
   if (T > config.n_positions) {
     throw core::ConfigError("--seq " + std::to_string(T) + " exceeds the checkpoint's n_positions " +
                             std::to_string(config.n_positions) + "; use --seq " + std::to_string(config.n_positions) +
                             " or less");
   }
-  train::require_batch_fits(a.layout, B, world.size());
   train::TokenFile data;
   train::CheckpointTokenizer tokenizer;
   const uint64_t max_bytes = train::data_bytes_per_process(world);

@@ -1,4 +1,5 @@
 // optimus init: write a freshly initialised checkpoint.
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -46,8 +47,16 @@ void write_initial_model(const InitArgs& a) {
 
 int run_init(comm::World& world, InitArgs& a, CLI::App&) {
   a.model.validate();
-  train::require_memory(world, train::step_bytes_lower_bound(a.model, 0, 1, train::ModelUse::evaluate), "this model",
-                        "use smaller --layers, --embd or --seq");
+  // write_initial_model holds one canonical tensor at a time: the largest is the need. Every block
+  // has the same shapes, so a model of one block has the largest (and the list stays short).
+  model::GPTConfig one_block = a.model;
+  one_block.n_layer = 1;
+  double largest = 0;
+  for (const model::ParamInfo& p : model::canonical_parameters(one_block)) {
+    largest = std::max(largest, 4.0 * static_cast<double>(p.shape.numel()));
+  }
+  train::require_memory(world, largest, "initialising this model (its largest tensor, drawn whole)",
+                        "use a smaller --embd, --seq or --vocab");
   // Never overwrite: a folder that already holds a checkpoint, or a part of one, is refused.
   for (const char* file : {"model.safetensors", "config.json"}) {
     std::error_code ec;

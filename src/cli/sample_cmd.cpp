@@ -63,11 +63,12 @@ int run_sample(comm::World& world, SampleArgs& a, CLI::App&) {
     throw core::ConfigError("--top-k must be 0 (the whole vocabulary) or more, but is " + std::to_string(s.top_k));
   }
   const train::StopSignals stop;  // from here on SIGTERM and SIGUSR1 end the sample, not the process
+  const model::GPTConfig config = checkpoint_model(world, a.checkpoint);
+  // A pass of one sequence of the model's n_positions tokens (T 0), the serial model on this process;
   // sample has one process and one sequence: only the checkpoint or the machine can change.
-  const model::GPTConfig config =
-      checkpoint_model(world, a.checkpoint, 1, 1,
-                       "sample runs the whole model in one process, so use another checkpoint or a machine with "
-                       "more memory");
+  require_memory_to_evaluate(world, a.checkpoint, config, {.B = 1, .T = 0}, "sampling from", "",
+                             "sample runs the whole model in one process, so use another checkpoint or a "
+                             "machine with more memory");
   require_own_tokenizer(world, a.checkpoint);
   serial::GPT gpt(config, core::cpu_context(), 0, {.values = model::InitialValues::loaded});
   train::load_weights(a.checkpoint, config, gpt.params());

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/errors.h"
+#include "plan/run_peak.h"
 #include "train/checkpointing.h"
 #include "train/json_config.h"
 #include "train/trainer.h"
@@ -133,7 +134,7 @@ int run_train(comm::World& world, TrainArgs& a, CLI::App& cmd) {
     world.agree_on([&] { saved = train::load_checkpoint_config(t.init_from); });
     train::adopt_checkpoint_model(t, saved, given);
   }
-  return train::train(t, world);
+  return train::train(t, world, plan::step_peak_bytes);  // the memory check measures the step on meta
 }
 
 }  // namespace

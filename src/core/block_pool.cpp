@@ -3,6 +3,7 @@
 // when asked, a GPU block on every take (block_pool.h says why).
 #include "core/block_pool.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -75,6 +76,23 @@ void BlockPool::give_back(void* block, int gpu, size_t bytes) noexcept {
   } catch (...) {  // no memory for the list itself: the block goes back to the system instead
     system_free(block, gpu, bytes);
     reserved_bytes_ -= bytes;
+  }
+}
+
+void BlockPool::count_take(size_t bytes) {
+  auto it = counted_free_.find(bytes);
+  if (it != counted_free_.end() && it->second > 0) {
+    --it->second;
+    return;
+  }
+  counted_reserved_ += bytes;
+  counted_peak_ = std::max(counted_peak_, counted_reserved_);
+}
+
+void BlockPool::count_give_back(size_t bytes) noexcept {
+  try {
+    ++counted_free_[bytes];
+  } catch (...) {  // no memory for the count: the block stays reserved and unused, an overcount
   }
 }
 

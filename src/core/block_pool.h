@@ -50,6 +50,15 @@ class BlockPool {
   /// Returns the free blocks to the system; those in use stay where they are.
   void release_cached() noexcept;
 
+  /// A meta Buffer's block: the rule of take() and give_back() applied to sizes alone (a free block
+  /// of exactly `bytes` if one was given back, else a new one), with no memory behind it, so that a
+  /// meta run knows what the pool of a CPU run of the same Buffers would hold: the in-use bytes plus
+  /// the free blocks no later Buffer fits exactly. Counted apart from the real blocks.
+  void count_take(size_t bytes);
+  void count_give_back(size_t bytes) noexcept;
+  /// The most bytes count_take's blocks held at once, in use and free: a CPU run's peak reserved bytes.
+  size_t peak_counted_bytes() const { return counted_peak_; }
+
   /// How many blocks were asked of the system since the pool was made.
   int64_t system_allocations() const { return system_allocations_; }
   /// Bytes of the free blocks the pool keeps.
@@ -62,6 +71,8 @@ class BlockPool {
   static void system_free(void* block, int gpu, size_t bytes) noexcept;
 
   std::map<Key, std::vector<void*>> free_;
+  std::map<size_t, int64_t> counted_free_;  // meta: free blocks by size
+  size_t counted_reserved_ = 0, counted_peak_ = 0;
   int64_t system_allocations_ = 0;
   size_t cached_bytes_ = 0;
   size_t reserved_bytes_ = 0;

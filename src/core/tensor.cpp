@@ -44,6 +44,7 @@ Buffer::Buffer(MemoryLedger& ledger, MemoryCategory category, Shape shape, Devic
   try {
     if (device_ == Device::meta) {
       data_ = static_cast<float*>(meta_address(n));
+      ledger_->pool().count_take(n);  // what a CPU run's pool would reserve for it
     } else {
       // A block of exactly n bytes, kept by the ledger's pool when the last Buffer of its size went.
       gpu_ = device_ == Device::cuda ? device_current() : -1;
@@ -90,7 +91,11 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 void Buffer::release() {
   if (ledger_ == nullptr) return;
   if (data_ != nullptr) {
-    if (device_ != Device::meta) ledger_->pool().give_back(data_, gpu_, bytes());
+    if (device_ != Device::meta) {
+      ledger_->pool().give_back(data_, gpu_, bytes());
+    } else {
+      ledger_->pool().count_give_back(bytes());
+    }
   }
   ledger_->release(category_, bytes());
   data_ = nullptr;

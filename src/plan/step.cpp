@@ -36,7 +36,7 @@ StepResult step(model::Model& gpt, comm::Communicator& world, const StepOptions&
   train::SumOverCopies copies(gpt, dp, o.stage.overlap);
   const Recording before = start_recording(gpt, world);
   const train::StepOutcome out =
-      train::train_step(gpt, dp, optimizer, {inputs, targets, o.B, o.T, 1, /*index=*/0, o.grad_clip, o.lr});
+      train::train_step(gpt, dp, optimizer, {inputs, targets, o.B, o.T, o.grad_accum, /*index=*/0, o.grad_clip, o.lr});
   StepResult result;
   result.loss = out.loss, result.norm = out.norm;
   stop_recording(gpt, world, before, result);

@@ -27,6 +27,7 @@ struct StepOptions {
   float grad_clip = 0.0f;
   float lr = 1e-3f;
   uint32_t seed = 7;
+  int grad_accum = 1;         // micro-batches per step, each B / (copies·grad_accum) sequences
   model::StageOptions stage;  // recomputation, sequence parallelism (chapter 5), overlap (chapter 6)
   /// Data parallelism: the copies' groups, over which the gradients are summed during the backward
   /// pass as the trainer sums them (train::SumOverCopies); each copy runs its share of B. Null: one copy.

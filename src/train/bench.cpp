@@ -201,17 +201,24 @@ void require_bench_options(const BenchOptions& o) {
   model::GPTConfig::named(o.model);  // an unknown name is a ConfigError
 }
 
-std::string bench(const BenchOptions& o, comm::World& world) {
+std::string bench(const BenchOptions& o, comm::World& world, const StepPeak& step_peak) {
   const model::GPTConfig config = model::GPTConfig::named(o.model);
   const int B = o.batch, T = config.n_positions, D = o.data_parallel, K = o.grad_accum;
   require_data_parallel_fits(o.layout, world.size(), D, B, K, T, o.stage, o.device.device);
   const int P = world.size() / D;  // the ranks of one model copy
   model::require_step_sizes(config, {.batch = B, .seq = T, .ranks = P, .copies = D});
   if (o.device.device == "cpu") {
-    // A rank holds its share of one copy's model and of one micro-batch's activations.
-    require_memory(world, step_bytes_lower_bound(config, B / (D * K), P, ModelUse::train),
-                   "--model " + o.model + " at --batch " + std::to_string(B),
-                   "use a smaller --batch or more processes");
+    const RunShape shape{.layout = o.layout,
+                         .world_size = world.size(),
+                         .data_parallel = D,
+                         .grad_accum = K,
+                         .config = config,
+                         .B = B,
+                         .T = T,
+                         .stage = o.stage,
+                         .threads = core::scratch_threads(core::cpu_context())};
+    require_run_memory(world, shape, step_peak, "--model " + o.model + " at --batch " + std::to_string(B),
+                       "use a smaller --batch or more processes");
   }
   // The host ledger on the CPU (as before the GPU path), the device ledger on a GPU.
   core::OpClock clock;  // --op-times: each kind's time in the step
@@ -235,6 +242,7 @@ std::string bench(const BenchOptions& o, comm::World& world) {
     time_steps(o, world, dp, *built.model, clock, batch, t);
     time_forward(o, world, dp, *built.model, batch, t);
   }
+  ctx.ledger->release_cached();  // the model's blocks, so that the products below take their place
   // And again once the model has freed its memory, keeping the faster: another program busy on the
   // machine during one of the two measurements lowers that one only, and a reference lowered that
   // way would put the model above 100 % of it.

@@ -22,6 +22,7 @@
 #include "model/config.h"
 #include "train/device.h"
 #include "train/layout.h"
+#include "train/memory_check.h"
 
 namespace optimus::train {
 
@@ -46,7 +47,9 @@ void require_bench_options(const BenchOptions& options);
 
 /// Runs the benchmark of options.layout on this world (collective) and returns its JSON line
 /// (rank 0's timings; memory and communication per rank, which are the same on every rank here).
-std::string bench(const BenchOptions& options, comm::World& world);
+/// On the CPU, a step this machine cannot hold is refused first (require_run_memory, each rank's
+/// step measured by `step_peak`: plan::step_peak_bytes from the command).
+std::string bench(const BenchOptions& options, comm::World& world, const StepPeak& step_peak);
 
 /// --max-batch-budget, after the planner found B, the largest batch whose training step fits
 /// options.budget_mib per rank on the meta device (plan::largest_batch; 0: none does): one real

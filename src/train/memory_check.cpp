@@ -1,10 +1,12 @@
-// The memory checks made before allocating: what the machine has, and what a run needs at least.
+// The memory checks made before allocating: what the machine has, what a run needs at least (a
+// formula), and what it needs exactly (its step on the meta device, beside what the process holds).
 #include "train/memory_check.h"
 
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -23,14 +25,48 @@ std::string gib(double bytes) {
   return s;
 }
 
-// How many ranks of the world share this rank's machine.
-int ranks_on_this_machine() {
+// The ranks of the world that share this rank's machine: how many, and the sum of `bytes` over them.
+struct OnThisMachine {
+  int ranks = 1;
+  double bytes = 0;
+};
+OnThisMachine on_this_machine(double bytes) {
   MPI_Comm node;
   OPTIMUS_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int n = 1;
-  MPI_Comm_size(node, &n);
+  OnThisMachine here;
+  MPI_Comm_size(node, &here.ranks);
+  OPTIMUS_MPI_CHECK(MPI_Allreduce(&bytes, &here.bytes, 1, MPI_DOUBLE, MPI_SUM, node));
   MPI_Comm_free(&node);
-  return n;
+  return here;
+}
+
+int ranks_on_this_machine() {
+  return on_this_machine(0).ranks;
+}
+
+// "needs X GiB more per process for its training step (...)": the exact need, as the messages say it.
+std::string step_need(ModelUse use, double step, double held, const OnThisMachine& here) {
+  return " needs " + gib(step) + " more per process for its " +
+         (use == ModelUse::train ? "training step" : "forward pass") + " (its peak on the meta device, beside the " +
+         gib(held) + " the process holds now" +
+         (here.ranks > 1 ? "; the " + std::to_string(here.ranks) + " processes on this machine need " +
+                               gib(here.bytes) + " more together"
+                         : "") +
+         ")";
+}
+
+// With OPTIMUS_MEMORY_REPORT set: this rank's numbers, one line on stderr.
+void report(comm::World& world, double step, double held, const OnThisMachine& here) {
+  const char* wanted = std::getenv("OPTIMUS_MEMORY_REPORT");
+  if (wanted == nullptr || *wanted == '\0') return;
+  const AvailableMemory available = available_memory();
+  std::fprintf(stderr,
+               "memory check: rank %d of %d: step %.1f MiB + held %.1f MiB = %.1f MiB; %d processes on this "
+               "machine, %.1f MiB more together; available %.1f MiB%s%s\n",
+               world.rank(), world.size(), step / (1 << 20), held / (1 << 20), (step + held) / (1 << 20), here.ranks,
+               here.bytes / (1 << 20), static_cast<double>(available.bytes) / (1 << 20),
+               available.limit.empty() ? "" : " under ", available.limit.c_str());
+  std::fflush(stderr);
 }
 
 }  // namespace
@@ -54,6 +90,19 @@ AvailableMemory available_memory() {
   return available;
 }
 
+double resident_bytes() {
+  std::ifstream status("/proc/self/status");
+  double kb = 0;
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) std::istringstream(line.substr(6)) >> kb;
+  }
+  return kb * 1024;
+}
+
+RunShape sampling_shape(const model::GPTConfig& config) {
+  return {.config = config, .B = 1, .T = config.n_positions, .use = ModelUse::evaluate};
+}
+
 double step_bytes_lower_bound(const model::GPTConfig& c, int B, int ranks, ModelUse use) {
   const double C = c.n_embd, T = c.n_positions, L = c.n_layer, V = c.vocab_size, NH = c.n_head, N = B * T;
   const double parameters = V * C + T * C + L * 12.0 * C * C;
@@ -62,7 +111,7 @@ double step_bytes_lower_bound(const model::GPTConfig& c, int B, int ranks, Model
   // probabilities. With recomputation (--recompute block) only the inputs stay, beside one working
   // set that every block reuses; counting that case keeps the bound below both.
   const double activations = L * N * C + 15.0 * N * C + NH * B * T * T + N * V;
-  const double bytes_per_parameter = use == ModelUse::train ? 16.0 : 8.0;
+  const double bytes_per_parameter = use == ModelUse::train ? 16.0 : 4.0;
   return (bytes_per_parameter * parameters + 4.0 * activations) / ranks;
 }
 
@@ -82,6 +131,41 @@ void require_memory(comm::World& world, double bytes_per_rank, const std::string
     const auto space = address_space_limit();
     if (space && bytes_per_rank > static_cast<double>(space->bytes_left)) {
       throw core::ConfigError(what + " needs at least " + gib(bytes_per_rank) + " per process, but " + space->name +
+                              " leaves this process only " + gib(static_cast<double>(space->bytes_left)) + "; " + fix +
+                              " (or raise the limit)");
+    }
+  });
+}
+
+void require_run_memory(comm::World& world, RunShape shape, const StepPeak& step_peak, const std::string& what,
+                        const std::string& fix) {
+  // The screen: a formula, instant for any size, against sizes the meta step would take long to record.
+  const int ranks = shape.world_size / shape.data_parallel;
+  model::GPTConfig at_T = shape.config;  // the activations are those of T, the positions table is small
+  at_T.n_positions = shape.T;
+  const int micro_batch = shape.B / (shape.data_parallel * shape.grad_accum);
+  require_memory(world, step_bytes_lower_bound(at_T, micro_batch, ranks, shape.use), what, fix);
+  // The measurement: this rank's step on meta, and what this process holds already.
+  shape.rank = world.rank();
+  double step = 0;
+  world.agree_on([&] { step = step_peak(shape); });  // a shape the stage refuses, refused on every rank
+  const double held = resident_bytes();
+  const OnThisMachine here = on_this_machine(step);
+  report(world, step, held, here);
+  world.agree_on([&] {
+    // The machine's memory and a cgroup's are shared by the ranks on the machine; what each process
+    // holds already is used there, so the steps' new bytes are compared with what is left.
+    const AvailableMemory available = available_memory();
+    const double shared = static_cast<double>(available.bytes);
+    if (shared > 0 && here.bytes > shared) {
+      throw core::ConfigError(what + step_need(shape.use, step, held, here) + ", but only " + gib(shared) +
+                              " of memory are available" +
+                              (available.limit.empty() ? "" : " under " + available.limit) + "; " + fix);
+    }
+    // The address space is each process's own; what it has mapped is already taken from the limit.
+    const auto space = address_space_limit();
+    if (space && step > static_cast<double>(space->bytes_left)) {
+      throw core::ConfigError(what + step_need(shape.use, step, held, {1, step}) + ", but " + space->name +
                               " leaves this process only " + gib(static_cast<double>(space->bytes_left)) + "; " + fix +
                               " (or raise the limit)");
     }

@@ -4,6 +4,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -22,12 +23,24 @@ std::optional<uint64_t> number_in(const fs::path& file) {
   return std::nullopt;
 }
 
+// The value of `key` in a memory.stat file ("inactive_file 12345" lines), or 0.
+uint64_t stat_in(const fs::path& file, const std::string& key) {
+  std::ifstream f(file);
+  for (std::string name; f >> name;) {
+    uint64_t v = 0;
+    if (!(f >> v)) return 0;
+    if (name == key) return v;
+  }
+  return 0;
+}
+
 // One hierarchy's view of this process: where its files are and which files hold the limit and use.
 struct Hierarchy {
-  fs::path base;      // the hierarchy's root folder
-  std::string group;  // the process's group, "/a/b" ("/" for the root)
-  const char* limit;  // memory.max or memory.limit_in_bytes
-  const char* usage;  // memory.current or memory.usage_in_bytes
+  fs::path base;            // the hierarchy's root folder
+  std::string group;        // the process's group, "/a/b" ("/" for the root)
+  const char* limit;        // memory.max or memory.limit_in_bytes
+  const char* usage;        // memory.current or memory.usage_in_bytes
+  const char* reclaimable;  // memory.stat's inactive_file (v2) or total_inactive_file (v1, the subtree's)
 };
 
 // The group and its ancestors up to the base: each one's limit minus its usage, the smallest kept.
@@ -37,7 +50,9 @@ void tighten(const Hierarchy& h, std::optional<MemoryLimit>& best) {
     const fs::path dir = h.base / relative;
     const std::optional<uint64_t> limit = number_in(dir / h.limit);
     if (limit && *limit < (uint64_t{1} << 60)) {
-      const uint64_t used = number_in(dir / h.usage).value_or(0);
+      // The usage counts the page cache too; its inactive part the kernel takes back before it kills.
+      const uint64_t usage = number_in(dir / h.usage).value_or(0);
+      const uint64_t used = usage - std::min(usage, stat_in(dir / "memory.stat", h.reclaimable));
       const uint64_t left = *limit > used ? *limit - used : 0;
       if (!best || left < best->bytes_left) {
         best = MemoryLimit{left, "the memory limit of cgroup /" + relative.generic_string() + " (" + h.limit + ")"};
@@ -59,13 +74,16 @@ std::vector<Hierarchy> memory_hierarchies(const fs::path& root, const std::strin
     const std::string controllers = line.substr(first + 1, second - first - 1), group = line.substr(second + 1);
     if (controllers.empty()) {  // v2: at the root, or in unified/ beside v1 (a "hybrid" system)
       for (const fs::path& base : {root, root / "unified"}) {
-        found.push_back({base, group, "memory.max", "memory.current"});
+        found.push_back({base, group, "memory.max", "memory.current", "inactive_file"});
       }
       continue;
     }
     std::istringstream names(controllers);
     for (std::string name; std::getline(names, name, ',');) {
-      if (name == "memory") found.push_back({root / "memory", group, "memory.limit_in_bytes", "memory.usage_in_bytes"});
+      if (name == "memory") {
+        found.push_back(
+            {root / "memory", group, "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"});
+      }
     }
   }
   return found;

@@ -23,7 +23,9 @@ struct MemoryLimit {
 /// the cgroup file system (/sys/fs/cgroup; v2 there or, mounted beside v1, in its unified/). The
 /// group and each ancestor up to the root is read (v2: memory.max and memory.current; v1, under
 /// memory/: memory.limit_in_bytes and memory.usage_in_bytes); each limit minus its group's usage is
-/// what is left under it, and the smallest wins. A missing file, "max" or v1's "unlimited" (a value
+/// what is left under it, and the smallest wins. The usage counts the group's page cache, whose
+/// inactive part (memory.stat's inactive_file, v1's total_inactive_file) the kernel reclaims before
+/// it kills: that part is not counted as used (as `docker stats` reads a container's use). A missing file, "max" or v1's "unlimited" (a value
 /// past 2^60) is no limit; nullopt when there is none.
 std::optional<MemoryLimit> cgroup_memory_limit(const std::filesystem::path& root, const std::string& self_cgroup);
 

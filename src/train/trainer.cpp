@@ -650,6 +650,26 @@ void adopt_data_vocabulary(TrainOptions& o, const TokenFile& train_data, const T
   }
 }
 
+// Refuses, before anything is allocated, a run whose step this machine cannot hold: each rank's step
+// measured by `step_peak` (on the meta device), and with --sample, rank 0's serial sampler beside it.
+void require_memory_to_train(const TrainOptions& o, comm::World& world, const StepPeak& step_peak) {
+  const RunShape shape{.layout = o.layout,
+                       .world_size = world.size(),
+                       .data_parallel = o.data_parallel,
+                       .grad_accum = o.grad_accum,
+                       .config = o.model,
+                       .B = o.batch,
+                       .T = sequence_length(o),
+                       .stage = o.stage,
+                       .threads = core::scratch_threads(core::cpu_context())};
+  const StepPeak with_sample = [&](const RunShape& s) {
+    const bool samples = o.sample_tokens > 0 && s.rank == 0;
+    return step_peak(s) + (samples ? step_peak(sampling_shape(o.model)) : 0.0);
+  };
+  require_run_memory(world, shape, with_sample, "training this model at --batch " + std::to_string(o.batch),
+                     "use a smaller --batch, --seq, --layers or --embd, or more processes");
+}
+
 }  // namespace
 
 void adopt_checkpoint_model(TrainOptions& o, const model::GPTConfig& saved, const std::vector<std::string>& given) {
@@ -689,7 +709,7 @@ void require_one_way_to_start(const TrainOptions& o) {
   }
 }
 
-int train(TrainOptions o, comm::World& world) {
+int train(TrainOptions o, comm::World& world, const StepPeak& step_peak) {
   const int B = o.batch, T = sequence_length(o), D = o.data_parallel;
   if (B <= 0) throw core::ConfigError("the batch size (--batch) must be positive, but is " + std::to_string(B));
   if (o.steps <= 0)
@@ -718,13 +738,7 @@ int train(TrainOptions o, comm::World& world) {
   adopt_data_tokenizer(o, world, train_data, val_data, tokenizer);
   adopt_data_vocabulary(o, train_data, val_data);  // a token file's vocabulary decides the model's size
   model::require_step_sizes(o.model, {.batch = B, .seq = T, .ranks = world.size() / D, .copies = D});
-  if (o.device.device == "cpu") {
-    model::GPTConfig at_T = o.model;  // the activations are those of T, the positions table is small
-    at_T.n_positions = T;
-    require_memory(world, step_bytes_lower_bound(at_T, B, world.size(), ModelUse::train),
-                   "training this model at --batch " + std::to_string(B),
-                   "use a smaller --batch, --seq, --layers or --embd, or more processes");
-  }
+  if (o.device.device == "cpu") require_memory_to_train(o, world, step_peak);  // the model as the data made it
   world.agree_on([&] {
     require_tokens_for_training(train_data, T);
     const size_t windows = (val_data.tokens.size() - 1) / (static_cast<size_t>(B) * T);

@@ -15,6 +15,7 @@
 #include "train/data.h"
 #include "train/device.h"
 #include "train/layout.h"
+#include "train/memory_check.h"
 #include "train/optimizer.h"
 
 namespace optimus::train {
@@ -69,8 +70,10 @@ void adopt_checkpoint_model(TrainOptions& o, const model::GPTConfig& saved, cons
 /// Throws ConfigError when `o` asks for two ways to start: --resume with --init-from or --overwrite.
 void require_one_way_to_start(const TrainOptions& o);
 
-/// Runs the training described by `o` and returns the process exit code. Rank 0 prints.
-int train(TrainOptions o, comm::World& world);
+/// Runs the training described by `o` and returns the process exit code. Rank 0 prints. Before the
+/// model is built, a run whose step this machine cannot hold is refused (require_run_memory, with
+/// `step_peak` measuring each rank's step: plan::step_peak_bytes from the command).
+int train(TrainOptions o, comm::World& world, const StepPeak& step_peak);
 
 /// The folder of the checkpoint after `step` steps: `out/step_000123`.
 std::string checkpoint_dir(const std::string& out, int step);

@@ -408,7 +408,8 @@ checkpoint_past_memory() {
   local ckpt
   ckpt=$(copy_of_good "big_$1")
   set_config "$1" "$2" "$ckpt"
-  refused "needs at least" "$optimus" eval --checkpoint "$ckpt" "${eval_args[@]}"
+  # The formula's screen ("needs at least") or, past it, the pass measured on meta ("needs … more").
+  refused "parameters) at --batch 4 needs" "$optimus" eval --checkpoint "$ckpt" "${eval_args[@]}"
 }
 case_config_n_embd_past_memory() { checkpoint_past_memory n_embd 1048576; }
 case_config_n_positions_past_memory() { checkpoint_past_memory n_positions 268435456; }
@@ -689,6 +690,15 @@ case_layers_past_address_space() {
   refused "but the address-space limit (ulimit -v) leaves this process only" \
     "${under_ulimit[@]}" 1572864 "$optimus" train --layers 64 --embd 512 --heads 8 --seq 16 --batch 4 "${quiet[@]}" \
     --data "$ws/text.txt" --out "$ws/new_run"
+}
+case_step_past_address_space() {
+  # A step of 3.6 GiB, measured on the meta device, past what 3.5 GiB of address space leaves once the
+  # libraries are mapped (the lower-bound screen, 1.7 GiB, lets it through to the exact check).
+  refused "training this model at --batch 8000 needs" \
+    "${under_ulimit[@]}" 3670016 "$optimus" train --layers 1 --embd 32 --heads 2 --seq 64 --batch 8000 "${quiet[@]}" \
+    --data "$ws/text.txt" --out "$ws/new_run"
+  grep -q "more per process for its training step (its peak on the meta device, beside the .* the process holds now), but the address-space limit (ulimit -v) leaves this process only" "$tmp/out" ||
+    fail "the error does not name the step's need against the address-space limit"
 }
 case_address_space_below_start() {
   # 300000 KiB is below what any build needs to start; a CUDA build's libraries alone take more (the

@@ -1,4 +1,5 @@
 // The memory ledger's accounting: current and peak bytes per category, and the budget.
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -185,4 +186,35 @@ TEST_CASE("a snapshot of a ledger keeps its numbers as they were, and meta or em
   CHECK(ledger.system_allocations() == 2);
   CHECK(ledger.current(MemoryCategory::activations) == 4 << 20);  // recorded as before
   CHECK(ledger.reserved_bytes() == 64 + 4096);
+}
+
+TEST_CASE("meta buffers count the blocks a CPU run's pool would hold: a free block is taken again by its size only",
+          "[ledger][pool]") {
+  // The same Buffers on the CPU and on meta: the CPU pool's largest reserved bytes is the meta count.
+  auto sequence = [](MemoryLedger& ledger, Device device, size_t& peak_reserved) {
+    auto note = [&] { peak_reserved = std::max(peak_reserved, ledger.reserved_bytes()); };
+    Buffer kept(ledger, MemoryCategory::parameters, {100}, device);  // 400 bytes
+    {
+      Buffer a(ledger, MemoryCategory::activations, {300}, device);  // 1200
+      note();
+    }
+    Buffer b(ledger, MemoryCategory::activations, {300}, device);  // takes a's block again
+    note();
+    {
+      Buffer c(ledger, MemoryCategory::workspace, {200}, device);  // 800: a block of its own beside the free ones
+      note();
+    }
+    Buffer d(ledger, MemoryCategory::workspace, {250}, device);  // 1000: c's 800 free block does not fit it
+    note();
+  };
+  MemoryLedger cpu, meta;
+  size_t cpu_peak = 0, unused = 0;
+  sequence(cpu, Device::cpu, cpu_peak);
+  sequence(meta, Device::meta, unused);
+  CHECK(cpu_peak == 400 + 1200 + 800 + 1000);
+  CHECK(meta.pool().peak_counted_bytes() == cpu_peak);
+  CHECK(meta.peak_total() == 400 + 1200 + 1000);  // the Buffers' own peak is less: c's block stays free
+  CHECK(meta.system_allocations() == 0);          // and meta asks the system for nothing
+  CHECK(meta.reserved_bytes() == 0);
+  CHECK(cpu.pool().peak_counted_bytes() == 0);  // CPU Buffers are not counted there
 }

@@ -43,6 +43,39 @@ TEST_CASE("cgroup v2: the process's own group's memory.max minus memory.current 
   CHECK(limit->name == "the memory limit of cgroup /job_7/step_0 (memory.max)");
 }
 
+TEST_CASE("cgroup v2: the inactive page cache of memory.stat is not counted as used") {
+  FakeCgroupRoot root;
+  root.write("g", "memory.max", std::to_string(2 * GiB));
+  root.write("g", "memory.current", std::to_string(GiB + GiB / 2));
+  root.write("g", "memory.stat",
+             "anon 100\nfile 200\nactive_file 300\ninactive_file " + std::to_string(GiB) + "\ninactive_anon 400\n");
+  const auto limit = train::cgroup_memory_limit(root.path, "0::/g\n");
+  REQUIRE(limit.has_value());
+  CHECK(limit->bytes_left == 2 * GiB - GiB / 2);
+}
+
+TEST_CASE("cgroup v1: total_inactive_file (the subtree's) is not counted as used, inactive_file (the group's) is") {
+  FakeCgroupRoot root;
+  root.write("memory/g", "memory.limit_in_bytes", std::to_string(2 * GiB));
+  root.write("memory/g", "memory.usage_in_bytes", std::to_string(GiB + GiB / 2));
+  root.write(
+      "memory/g", "memory.stat",
+      "cache 5\ninactive_file " + std::to_string(GiB / 2) + "\ntotal_inactive_file " + std::to_string(GiB) + "\n");
+  const auto limit = train::cgroup_memory_limit(root.path, "4:memory:/g\n");
+  REQUIRE(limit.has_value());
+  CHECK(limit->bytes_left == 2 * GiB - GiB / 2);
+}
+
+TEST_CASE("cgroup: an inactive page cache larger than the usage leaves the whole limit, not a wrapped-around one") {
+  FakeCgroupRoot root;
+  root.write("g", "memory.max", std::to_string(GiB));
+  root.write("g", "memory.current", "4096");
+  root.write("g", "memory.stat", "inactive_file 8192\n");
+  const auto limit = train::cgroup_memory_limit(root.path, "0::/g\n");
+  REQUIRE(limit.has_value());
+  CHECK(limit->bytes_left == GiB);
+}
+
 TEST_CASE("cgroup v2: an ancestor's smaller limit wins over the group's own") {
   FakeCgroupRoot root;
   root.write("job_7", "memory.max", std::to_string(GiB));
