@@ -339,7 +339,8 @@ class HeaderEvents : public nlohmann::json_sax<json> {
   bool start_array(std::size_t n) override { return on("array", +1, [&](io::JsonBuilder& b) { b.start_array(n); }); }
   bool end_array() override { return on("array", -1, [](io::JsonBuilder& b) { b.end_array(); }); }
   bool key(string_t& k) override {
-    if (depth_ == 1 || (depth_ == 2 && key_ == "__metadata__")) {  // a tensor, the metadata, or a pair of it
+    const bool tensor = depth_ == 1 && k != "__metadata__", pair = depth_ == 2 && key_ == "__metadata__";
+    if (tensor || pair) {
       if (++entries_seen_ > kMaxHeaderEntries) {
         throw ConfigError(where_ + " has more than " + num(kMaxHeaderEntries) +
                           " entries in its header, far more than any model has tensors" + kUseAnother);
@@ -389,7 +390,7 @@ class HeaderEvents : public nlohmann::json_sax<json> {
   std::string root_type_;  // "object" for a header
   int depth_ = 0;          // arrays and objects open
   std::string key_;        // the top-level key whose value is being read
-  uint64_t entries_seen_ = 0;
+  uint64_t entries_seen_ = 0;  // tensors and metadata pairs
   io::JsonBuilder value_;
   std::vector<Entry> entries_;
   Metadata metadata_;
