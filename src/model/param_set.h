@@ -29,7 +29,7 @@ struct ParamSet {
   /// Each tensor's place in `tensors`, by canonical name: made once by create, so a lookup does
   /// not grow with the model (a search of 12·L + 5 names at every lookup is quadratic in L).
   std::unordered_map<std::string, size_t> position;
-  core::Context ctx;                 // the backend and ledger the tensors live on
+  core::Context ctx;  // the backend and ledger the tensors live on
   /// Every tensor's gradient, one after another in canonical order: one buffer, so zeroing and
   /// scaling are one op each, and a block's gradients (its tensors are consecutive in the
   /// canonical order) are one range that data parallelism sums in place (grad_range).

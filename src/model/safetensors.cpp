@@ -221,7 +221,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorHeader>&
   uint64_t offset = 0;
   for (const TensorHeader& t : tensors) {
     const uint64_t end = offset + static_cast<uint64_t>(t.shape.numel()) * kElementBytes;
-    add_entry(t.name, {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape.dims}, {"data_offsets", json::array({offset, end})}});
+    add_entry(t.name,
+              {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape.dims}, {"data_offsets", json::array({offset, end})}});
     offset = end;
   }
   text += '}';
@@ -319,8 +320,12 @@ class HeaderEvents : public nlohmann::json_sax<json> {
     out.metadata = std::move(metadata_);
   }
 
-  bool null() override { return on("null", 0, [](io::JsonBuilder& b) { b.null(); }); }
-  bool boolean(bool v) override { return on("boolean", 0, [&](io::JsonBuilder& b) { b.boolean(v); }); }
+  bool null() override {
+    return on("null", 0, [](io::JsonBuilder& b) { b.null(); });
+  }
+  bool boolean(bool v) override {
+    return on("boolean", 0, [&](io::JsonBuilder& b) { b.boolean(v); });
+  }
   bool number_integer(number_integer_t v) override {
     return on("number", 0, [&](io::JsonBuilder& b) { b.number_integer(v); });
   }
@@ -330,14 +335,24 @@ class HeaderEvents : public nlohmann::json_sax<json> {
   bool number_float(number_float_t v, const string_t& s) override {
     return on("number", 0, [&](io::JsonBuilder& b) { b.number_float(v, s); });
   }
-  bool string(string_t& v) override { return on("string", 0, [&](io::JsonBuilder& b) { b.string(v); }); }
-  bool binary(binary_t& v) override { return on("binary", 0, [&](io::JsonBuilder& b) { b.binary(v); }); }
+  bool string(string_t& v) override {
+    return on("string", 0, [&](io::JsonBuilder& b) { b.string(v); });
+  }
+  bool binary(binary_t& v) override {
+    return on("binary", 0, [&](io::JsonBuilder& b) { b.binary(v); });
+  }
   bool start_object(std::size_t n) override {
     return on("object", +1, [&](io::JsonBuilder& b) { b.start_object(n); });
   }
-  bool end_object() override { return on("object", -1, [](io::JsonBuilder& b) { b.end_object(); }); }
-  bool start_array(std::size_t n) override { return on("array", +1, [&](io::JsonBuilder& b) { b.start_array(n); }); }
-  bool end_array() override { return on("array", -1, [](io::JsonBuilder& b) { b.end_array(); }); }
+  bool end_object() override {
+    return on("object", -1, [](io::JsonBuilder& b) { b.end_object(); });
+  }
+  bool start_array(std::size_t n) override {
+    return on("array", +1, [&](io::JsonBuilder& b) { b.start_array(n); });
+  }
+  bool end_array() override {
+    return on("array", -1, [](io::JsonBuilder& b) { b.end_array(); });
+  }
   bool key(string_t& k) override {
     const bool tensor = depth_ == 1 && k != "__metadata__", pair = depth_ == 2 && key_ == "__metadata__";
     if (tensor || pair) {
@@ -387,9 +402,9 @@ class HeaderEvents : public nlohmann::json_sax<json> {
   }
 
   const std::string& where_;
-  std::string root_type_;  // "object" for a header
-  int depth_ = 0;          // arrays and objects open
-  std::string key_;        // the top-level key whose value is being read
+  std::string root_type_;      // "object" for a header
+  int depth_ = 0;              // arrays and objects open
+  std::string key_;            // the top-level key whose value is being read
   uint64_t entries_seen_ = 0;  // tensors and metadata pairs
   io::JsonBuilder value_;
   std::vector<Entry> entries_;

@@ -212,11 +212,10 @@ TEST_CASE("safetensors: the writer's bytes are compact JSON, the metadata first,
                            {SafeTensor::from_floats("a", {3}, a.data()), SafeTensor::from_ints("b", core::Shape{}, &b),
                             SafeTensor::from_floats("c\u00e9", {0, 5}, nullptr)},
                            {{"step", "12"}, {"note", "say \"hi\""}});
-  const std::string expected_header =
-      R"({"__metadata__":{"note":"say \"hi\"","step":"12"},)"
-      R"("a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},)"
-      R"("b":{"dtype":"I32","shape":[],"data_offsets":[12,16]},)"
-      "\"c\u00e9\":{\"dtype\":\"F32\",\"shape\":[0,5],\"data_offsets\":[16,16]}}";
+  const std::string expected_header = R"({"__metadata__":{"note":"say \"hi\"","step":"12"},)"
+                                      R"("a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},)"
+                                      R"("b":{"dtype":"I32","shape":[],"data_offsets":[12,16]},)"
+                                      "\"c\u00e9\":{\"dtype\":\"F32\",\"shape\":[0,5],\"data_offsets\":[16,16]}}";
   const std::string padding((8 - expected_header.size() % 8) % 8, ' ');
   std::string data(16, '\0');
   std::memcpy(data.data(), a.data(), 12);
@@ -396,8 +395,8 @@ TEST_CASE("safetensors: a long shape or name from a file is cut in the message",
   CHECK(message.size() < 400);
 
   const std::string name(1000000, 'x');
-  write_raw(path, raw_safetensors(R"({")" + name + R"(": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 4]}})",
-                                  "xxxx"));
+  write_raw(path,
+            raw_safetensors(R"({")" + name + R"(": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 4]}})", "xxxx"));
   message.clear();
   try {
     model::read_safetensors(path);
