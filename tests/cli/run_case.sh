@@ -1248,6 +1248,26 @@ case_checkpoint_without_fingerprint() {
 # ---- size: linear in the blocks and in a header's entries ------------------------------------------
 # A header of a million entries is read in seconds (it was one ordered JSON object, whose keys were
 # searched at each insertion: 100 000 took 27 s, a million about 45 minutes); fails_with's 60 s bound.
+# A train_state whose flags hold a value of a million characters: the message cuts it to 40.
+case_state_flag_value_long() {
+  local ckpt
+  ckpt=$(copy_of_good long_flag)
+  /usr/bin/python3 - "$ckpt/train_state.safetensors" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+flags = header["__metadata__"]["flags"].split()
+header["__metadata__"]["flags"] = " ".join("lr=" + "x" * 1000000 if f.startswith("lr=") else f for f in flags)
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+PY
+  refused "was trained with --lr $(printf 'x%.0s' {1..40})... (this run has 0.001); resume with the flags" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --data "$ws/text.txt" --resume "$ckpt" --out "$ws/new_run"
+  (($(grep 'error:' "$tmp/out" | wc -c) < 400)) || fail "the error line is $(grep 'error:' "$tmp/out" | wc -c) bytes long"
+}
+
 case_header_million_tensors() {
   local ckpt
   ckpt=$(copy_of_good million_tensors)
