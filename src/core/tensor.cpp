@@ -26,9 +26,13 @@ int64_t Shape::numel() const {
 }
 
 std::string Shape::str() const {
+  // A shape read from a file may have any number of dims; a message naming it stays one short line.
+  constexpr size_t kWhole = 8, kShown = 3;
+  const size_t shown = dims.size() > kWhole ? kShown : dims.size();
   std::ostringstream s;
   s << '[';
-  for (size_t i = 0; i < dims.size(); ++i) s << (i ? ", " : "") << dims[i];
+  for (size_t i = 0; i < shown; ++i) s << (i ? ", " : "") << dims[i];
+  if (shown < dims.size()) s << ", … (" << dims.size() << " dims)";
   s << ']';
   return s.str();
 }

@@ -35,7 +35,7 @@ struct Shape {
   int rank() const { return static_cast<int>(dims.size()); }
   int64_t operator[](int i) const { return dims.at(static_cast<size_t>(i)); }
   int64_t numel() const;
-  std::string str() const;  // "[64, 256]"
+  std::string str() const;  // "[64, 256]"; past 8 dims cut: "[1, 1, 1, … (1000000 dims)]"
   bool operator==(const Shape& o) const { return dims == o.dims; }
 };
 

@@ -44,8 +44,9 @@ std::string text(float v) {
   return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
 }
 
+// A name taken from a file, quoted, escaped and cut (a tensor's name is under 80 characters).
 std::string quote_name(const std::string& s) {
-  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+  return io::json_excerpt(s, 80);
 }
 
 std::string show(const json& v) {

@@ -64,16 +64,18 @@ ParamSet ParamSet::create(const GPTConfig& config, const core::Context& ctx,
                   core::BufferView(set.grads.data() + offset, local)};
     offset += local.numel();
     if (values == InitialValues::drawn) draw_initial_values(ctx, t, seed);
+    set.position.emplace(t.info.name, set.tensors.size());
     set.tensors.push_back(std::move(t));
   }
   return set;
 }
 
 ParamTensor& ParamSet::at(const std::string& name) {
-  for (auto& t : tensors) {
-    if (t.info.name == name) return t;
+  const auto it = position.find(name);
+  if (it == position.end() || it->second >= tensors.size() || tensors[it->second].info.name != name) {
+    throw std::out_of_range("no parameter named " + name);
   }
-  throw std::out_of_range("no parameter named " + name);
+  return tensors[it->second];
 }
 
 const ParamTensor& ParamSet::at(const std::string& name) const {

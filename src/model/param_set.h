@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -25,7 +26,10 @@ struct ParamTensor {
 
 struct ParamSet {
   std::vector<ParamTensor> tensors;  // canonical order
-  core::Context ctx;                 // the backend and ledger the tensors live on
+  /// Each tensor's place in `tensors`, by canonical name: made once by create, so a lookup does
+  /// not grow with the model (a search of 12·L + 5 names at every lookup is quadratic in L).
+  std::unordered_map<std::string, size_t> position;
+  core::Context ctx;  // the backend and ledger the tensors live on
   /// Every tensor's gradient, one after another in canonical order: one buffer, so zeroing and
   /// scaling are one op each, and a block's gradients (its tensors are consecutive in the
   /// canonical order) are one range that data parallelism sums in place (grad_range).
@@ -39,7 +43,8 @@ struct ParamSet {
                          const std::function<ShardSpec(const ParamInfo&)>& spec_of, uint32_t seed,
                          InitialValues values = InitialValues::drawn);
 
-  /// The tensor of a canonical name (a linear search: stages resolve names once, model/named_params.h).
+  /// The tensor of a canonical name, through `position`; std::out_of_range for a name the model
+  /// does not have. Stages resolve their names once (model/named_params.h).
   ParamTensor& at(const std::string& name);
   const ParamTensor& at(const std::string& name) const;
 

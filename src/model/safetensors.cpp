@@ -8,11 +8,12 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "core/errors.h"
 #include "io/file_io.h"
@@ -31,14 +32,18 @@ namespace {
 
 constexpr uint64_t kElementBytes = 4;                      // both F32 and I32
 constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;  // the reference reader's limit too
+// Entries (tensors and metadata pairs) a header may hold: GPT-3's 175B model has about 1 200 tensors, our
+// training state of a 10 000-block model 240 010; a 100 MiB header of our names holds about a million.
+constexpr uint64_t kMaxHeaderEntries = uint64_t{1} << 20;
 
 std::string num(uint64_t v) {
   return std::to_string(v);
 }
 
-// A name taken from a file, quoted and escaped so a damaged header cannot break the message's line.
+// A name taken from a file, quoted and escaped so a damaged header cannot break the message's line,
+// and cut so a long one cannot make it long (a tensor's name is under 80 characters).
 std::string quote_name(const std::string& s) {
-  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+  return io::json_excerpt(s, 80);
 }
 
 const std::string kUseAnother = "; the file is damaged or not a safetensors file — use another checkpoint";
@@ -159,19 +164,18 @@ std::vector<int32_t> SafeTensor::ints() const {
 
 namespace {
 
-// The tensor called `name` (a SafeTensor or a MappedTensor), or nullptr.
-template <class Tensor>
-const Tensor* find_tensor(const std::vector<Tensor>& tensors, const std::string& name) {
-  const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.name == name; });
+// The tensor called `name` (a SafeTensor), or nullptr.
+const SafeTensor* find_tensor(const std::vector<SafeTensor>& tensors, const std::string& name) {
+  const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const SafeTensor& t) { return t.name == name; });
   return it == tensors.end() ? nullptr : &*it;
 }
 
-// The tensor of `file` called `name` (a SafeTensor or a MappedTensor), checked to have `dtype` and
-// `shape`; a ConfigError naming the tensor, the file, what was expected and what was found otherwise.
+// `it`, the tensor of file `path` called `name` (a SafeTensor or a MappedTensor), checked to be there
+// and to have `dtype` and `shape`; a ConfigError naming the tensor, the file, what was expected and
+// what was found otherwise.
 template <class Tensor>
-const Tensor& require_tensor(const std::vector<Tensor>& tensors, const std::string& path, const std::string& name,
-                             DType dtype, const core::Shape& shape) {
-  const Tensor* it = find_tensor(tensors, name);
+const Tensor& require_tensor(const Tensor* it, const std::string& path, const std::string& name, DType dtype,
+                             const core::Shape& shape) {
   if (it == nullptr) {
     throw ConfigError("checkpoint file " + path + " has no tensor " + name +
                       "; it was saved by another program or for another model — use a matching checkpoint");
@@ -191,15 +195,12 @@ const SafeTensor* SafeTensorFile::find(const std::string& name) const {
 }
 
 const SafeTensor& SafeTensorFile::require(const std::string& name, DType dtype, const core::Shape& shape) const {
-  return require_tensor(tensors, path, name, dtype, shape);
+  return require_tensor(find(name), path, name, dtype, shape);
 }
 
 void write_safetensors(const std::string& path, const std::vector<TensorHeader>& tensors,
                        const std::function<const void*(size_t k)>& bytes_of, const Metadata& metadata) {
-  json header = json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::set<std::string> names;
-  uint64_t offset = 0;
+  std::unordered_set<std::string> names;
   for (const TensorHeader& t : tensors) {
     if (t.name.empty() || t.name == "__metadata__" || !names.insert(t.name).second) {
       throw std::invalid_argument("write_safetensors: tensor name '" + t.name + "' is empty, reserved or repeated");
@@ -207,12 +208,24 @@ void write_safetensors(const std::string& path, const std::vector<TensorHeader>&
     for (int64_t d : t.shape.dims) {
       if (d < 0) throw std::invalid_argument("write_safetensors: tensor " + t.name + " has shape " + t.shape.str());
     }
+  }
+  // The header's text, {"__metadata__":{…},"name":{"dtype":…,"shape":…,"data_offsets":[begin,end]},…}, an
+  // entry at a time: the bytes of one JSON object dumped whole, without building one (an ordered_json
+  // object searches its keys at each insertion, quadratic in the tensors).
+  std::string text = "{";
+  auto add_entry = [&](const std::string& key, const json& value) {
+    if (text.size() > 1) text += ',';
+    text += json(key).dump() + ':' + value.dump();
+  };
+  if (!metadata.empty()) add_entry("__metadata__", metadata);
+  uint64_t offset = 0;
+  for (const TensorHeader& t : tensors) {
     const uint64_t end = offset + static_cast<uint64_t>(t.shape.numel()) * kElementBytes;
-    header[t.name] = {
-        {"dtype", dtype_name(t.dtype)}, {"shape", t.shape.dims}, {"data_offsets", json::array({offset, end})}};
+    add_entry(t.name,
+              {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape.dims}, {"data_offsets", json::array({offset, end})}});
     offset = end;
   }
-  std::string text = header.dump();
+  text += '}';
   text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned, as the reference pads
   const uint64_t n = text.size();
   unsigned char length[8];
@@ -288,6 +301,117 @@ struct Header {
   uint64_t data_begin = 0, size = 0;
 };
 
+// The header's events as they are read (io::parse_json_events): each value under a top-level key is
+// built alone (io::JsonBuilder), checked as a tensor's entry or as the metadata when it ends, and
+// dropped, so the header is never one document and reading it is linear in its size. The first fault
+// is kept until the whole text has parsed, so a file whose JSON is broken anywhere is refused for
+// that, as when the header was parsed whole before its entries were checked.
+class HeaderEvents : public nlohmann::json_sax<json> {
+ public:
+  explicit HeaderEvents(const std::string& where) : where_(where) {}
+
+  /// The entries and metadata read, once the text has parsed; the first fault found otherwise.
+  void finish(Header& out) {
+    if (root_type_ != "object") {
+      throw ConfigError(where_ + " has a header that is a JSON " + root_type_ + ", not an object" + kUseAnother);
+    }
+    if (fault_) std::rethrow_exception(fault_);
+    out.entries = std::move(entries_);
+    out.metadata = std::move(metadata_);
+  }
+
+  bool null() override {
+    return on("null", 0, [](io::JsonBuilder& b) { b.null(); });
+  }
+  bool boolean(bool v) override {
+    return on("boolean", 0, [&](io::JsonBuilder& b) { b.boolean(v); });
+  }
+  bool number_integer(number_integer_t v) override {
+    return on("number", 0, [&](io::JsonBuilder& b) { b.number_integer(v); });
+  }
+  bool number_unsigned(number_unsigned_t v) override {
+    return on("number", 0, [&](io::JsonBuilder& b) { b.number_unsigned(v); });
+  }
+  bool number_float(number_float_t v, const string_t& s) override {
+    return on("number", 0, [&](io::JsonBuilder& b) { b.number_float(v, s); });
+  }
+  bool string(string_t& v) override {
+    return on("string", 0, [&](io::JsonBuilder& b) { b.string(v); });
+  }
+  bool binary(binary_t& v) override {
+    return on("binary", 0, [&](io::JsonBuilder& b) { b.binary(v); });
+  }
+  bool start_object(std::size_t n) override {
+    return on("object", +1, [&](io::JsonBuilder& b) { b.start_object(n); });
+  }
+  bool end_object() override {
+    return on("object", -1, [](io::JsonBuilder& b) { b.end_object(); });
+  }
+  bool start_array(std::size_t n) override {
+    return on("array", +1, [&](io::JsonBuilder& b) { b.start_array(n); });
+  }
+  bool end_array() override {
+    return on("array", -1, [](io::JsonBuilder& b) { b.end_array(); });
+  }
+  bool key(string_t& k) override {
+    const bool tensor = depth_ == 1 && k != "__metadata__", pair = depth_ == 2 && key_ == "__metadata__";
+    if (tensor || pair) {
+      if (++entries_seen_ > kMaxHeaderEntries) {
+        throw ConfigError(where_ + " has more than " + num(kMaxHeaderEntries) +
+                          " entries in its header, far more than any model has tensors" + kUseAnother);
+      }
+    }
+    if (depth_ == 1) {
+      key_ = k;
+    } else if (building()) {
+      value_.key(k);
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  // Whether the events now belong to a top-level value being built.
+  bool building() const { return root_type_ == "object" && depth_ >= 1 && !fault_; }
+
+  // One event of kind `type` that opens (+1), closes (-1) or is (0) a value: the root's kind is
+  // noted, a top-level value's events go to the builder, and a finished value is checked.
+  template <class Event>
+  bool on(const char* type, int opens, Event&& event) {
+    if (opens < 0) --depth_;
+    if (depth_ == 0 && opens >= 0) {
+      root_type_ = type;
+    } else if (building()) {
+      event(value_);
+      if (value_.complete()) check(value_.take());
+    }
+    if (opens > 0) ++depth_;
+    return true;
+  }
+
+  void check(const json& value) {
+    try {
+      if (key_ == "__metadata__") {
+        metadata_ = parse_metadata(where_, value);
+      } else {
+        entries_.push_back(parse_entry(where_, key_, value));
+      }
+    } catch (const ConfigError&) {
+      fault_ = std::current_exception();
+    }
+  }
+
+  const std::string& where_;
+  std::string root_type_;      // "object" for a header
+  int depth_ = 0;              // arrays and objects open
+  std::string key_;            // the top-level key whose value is being read
+  uint64_t entries_seen_ = 0;  // tensors and metadata pairs
+  io::JsonBuilder value_;
+  std::vector<Entry> entries_;
+  Metadata metadata_;
+  std::exception_ptr fault_;  // the first entry (or metadata) that failed its check
+};
+
 // Reads and checks the 8-byte length and the header; reads none of the data.
 Header read_header(const std::string& path) {
   const std::string where = "checkpoint file " + path;
@@ -315,19 +439,11 @@ Header read_header(const std::string& path) {
   if (!in.read(header_text.data(), static_cast<std::streamsize>(n))) {
     throw ConfigError("cannot read " + where + "; check the file system");
   }
-  const json header = io::parse_json(header_text, where + "'s header",
-                                     "the file is damaged or not a safetensors file — use another checkpoint");
-  if (!header.is_object()) {
-    throw ConfigError(where + " has a header that is a JSON " + header.type_name() + ", not an object" + kUseAnother);
-  }
+  HeaderEvents events(where);
+  io::parse_json_events(header_text, where + "'s header",
+                        "the file is damaged or not a safetensors file — use another checkpoint", events);
   Header out;
-  for (const auto& [key, value] : header.items()) {
-    if (key == "__metadata__") {
-      out.metadata = parse_metadata(where, value);
-    } else {
-      out.entries.push_back(parse_entry(where, key, value));
-    }
-  }
+  events.finish(out);
   require_tiled(where, out.entries, after_length - n);
   out.data_begin = 8 + n;
   out.size = size;
@@ -341,17 +457,19 @@ MappedSafeTensors::MappedSafeTensors(const std::string& path) : path_(path) {
   file_ = io::MappedFile(path, header.size, "checkpoint file");
   metadata_ = std::move(header.metadata);
   for (Entry& e : header.entries) {
+    position_.emplace(e.name, tensors_.size());
     tensors_.push_back(
         {std::move(e.name), e.dtype, std::move(e.shape), file_.data() + header.data_begin + e.begin, e.end - e.begin});
   }
 }
 
 const MappedTensor* MappedSafeTensors::find(const std::string& name) const {
-  return find_tensor(tensors_, name);
+  const auto it = position_.find(name);
+  return it == position_.end() ? nullptr : &tensors_[it->second];
 }
 
 const MappedTensor& MappedSafeTensors::require(const std::string& name, DType dtype, const core::Shape& shape) const {
-  return require_tensor(tensors_, path_, name, dtype, shape);
+  return require_tensor(find(name), path_, name, dtype, shape);
 }
 
 void MappedSafeTensors::release(const MappedTensor& t) const {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/tensor.h"
@@ -106,6 +107,7 @@ class MappedSafeTensors {
   std::string path_;
   io::MappedFile file_;
   std::vector<MappedTensor> tensors_;
+  std::unordered_map<std::string, size_t> position_;  // each tensor's place in tensors_, by name
   Metadata metadata_;
 };
 

@@ -261,12 +261,14 @@ int largest_batch(const PlanOptions& o, int64_t bytes, int limit) {
       o.data_parallel * train::batch_unit(o.layout, o.ranks, o.config.n_positions, o.stage.sequence_parallel);
   limit = std::min(limit, largest_sized_batch(o, limit)) / unit * unit;  // past it a size passes its type
   auto step_fits = [&](int B) { return peak_bytes(o, B) <= static_cast<double>(bytes); };
-  if (limit < unit || !step_fits(unit)) return 0;
+  if (limit < unit) return 0;
+  const double at1 = peak_bytes(o, unit);
+  if (at1 > static_cast<double>(bytes)) return 0;
   if (int64_t{2} * unit > limit) return unit;
   // Every buffer's size is affine in B, so the peak is the largest of affine functions of B: convex.
   // The line through B = unit and 2·unit, extended, stays below it, so the B where the line reaches
   // `bytes` bounds the answer from above; usually the peak is that line, and one check confirms it.
-  const double at1 = peak_bytes(o, unit), at2 = peak_bytes(o, 2 * unit);
+  const double at2 = peak_bytes(o, 2 * unit);
   const double slope = (at2 - at1) / unit;
   double bound = slope > 0 ? unit + (static_cast<double>(bytes) - at1) / slope : limit;
   int hi = static_cast<int>(std::min<double>(limit, std::floor(bound / unit) * unit));  // at most this

@@ -96,8 +96,9 @@ std::string first_difference(const std::string& saved, const std::string& now) {
   std::string pair;
   while (order >> pair) {
     const std::string key = pair.substr(0, pair.find('='));
-    if (value(a, key) != value(b, key)) {
-      return "--" + key + " " + value(a, key) + " (this run has " + value(b, key) + ")";
+    if (value(a, key) != value(b, key)) {  // a file's values cut, as in every message
+      auto cut = [](const std::string& s) { return s.size() > 40 ? s.substr(0, 40) + "..." : s; };
+      return "--" + cut(key) + " " + cut(value(a, key)) + " (this run has " + cut(value(b, key)) + ")";
     }
   }
   return "";

@@ -1245,6 +1245,62 @@ case_checkpoint_without_fingerprint() {
   done
 }
 
+# ---- size: linear in the blocks and in a header's entries ------------------------------------------
+# A header of a million entries is read in seconds (it was one ordered JSON object, whose keys were
+# searched at each insertion: 100 000 took 27 s, a million about 45 minutes); fails_with's 60 s bound.
+# A train_state whose flags hold a value of a million characters: the message cuts it to 40.
+case_state_flag_value_long() {
+  local ckpt
+  ckpt=$(copy_of_good long_flag)
+  /usr/bin/python3 - "$ckpt/train_state.safetensors" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+flags = header["__metadata__"]["flags"].split()
+header["__metadata__"]["flags"] = " ".join("lr=" + "x" * 1000000 if f.startswith("lr=") else f for f in flags)
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+PY
+  refused "was trained with --lr $(printf 'x%.0s' {1..40})... (this run has 0.001); resume with the flags" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --data "$ws/text.txt" --resume "$ckpt" --out "$ws/new_run"
+  (($(grep 'error:' "$tmp/out" | wc -c) < 400)) || fail "the error line is $(grep 'error:' "$tmp/out" | wc -c) bytes long"
+}
+
+case_header_million_tensors() {
+  local ckpt
+  ckpt=$(copy_of_good million_tensors)
+  /usr/bin/python3 "$(dirname "$0")/many_entries.py" "$ckpt/model.safetensors" 1000000 tensors
+  refused "has an unexpected tensor \"empty." "$optimus" eval --checkpoint "$ckpt" "${eval_args[@]}"
+}
+case_header_past_entry_cap() {
+  local ckpt
+  ckpt=$(copy_of_good entry_cap)
+  /usr/bin/python3 "$(dirname "$0")/many_entries.py" "$ckpt/train_state.safetensors" 1048577 metadata
+  refused "train_state.safetensors has more than 1048576 entries in its header, far more than any model has tensors" \
+    "$optimus" train "${model[@]}" "${quiet[@]}" --steps 4 --data "$ws/text.txt" --resume "$ckpt" --out "$ws/new_run"
+}
+
+# 10 000 blocks (of width 8) train, save, resume bitwise and evaluate in seconds: building a model, its
+# checkpoints and loading them are linear in the blocks (a parameter looked up by its name in the list
+# of all 12·L + 5, and the header as one ordered JSON object, made one run take minutes).
+case_ten_thousand_layers() {
+  local deep=(--layers 10000 --embd 8 --heads 1 --seq 8 --batch 1 --steps 2 --warmup 0 --checkpoint-interval 1
+    --keep 0 --eval-batches 1 --progress lines --log-interval 0 --data "$ws/text.txt")
+  timeout 150 "$optimus" train "${deep[@]}" --out "$ws/deep" >"$tmp/out" 2>&1 ||
+    fail "the run failed: $(tail -3 "$tmp/out")"
+  timeout 150 "$optimus" train "${deep[@]}" --resume "$ws/deep/step_000001" --out "$ws/deep_resumed" >"$tmp/out" 2>&1 ||
+    fail "the resumed run failed: $(tail -3 "$tmp/out")"
+  local f
+  for f in model.safetensors train_state.safetensors; do
+    cmp "$ws/deep/step_000002/$f" "$ws/deep_resumed/step_000002/$f" || fail "the resumed run's $f differs"
+  done
+  timeout 60 "$optimus" eval --checkpoint "$ws/deep/step_000002" --data "$ws/text.txt" --batch 1 --seq 8 --batches 1 \
+    >"$tmp/out" 2>&1 || fail "eval failed: $(tail -3 "$tmp/out")"
+  grep -E '^loss [0-9.]+$' "$tmp/out" || fail "eval printed no loss: $(cat "$tmp/out")"
+}
+
 declare -F "case_$name" >/dev/null || fail "no case '$name'"
 "case_$name"
 echo "PASS: $name"
