@@ -9,7 +9,7 @@
 #               batch script, which passes it on), and scontrol requeue (Slurm ends the job and
 #               queues it again). Each time the job is requeued, its next run resumes from the
 #               newest checkpoint, and the last run ends at a straight run's bytes (cmp).
-#   time limit: a job submitted with --time=1 --signal=B:USR1@58 is sent SIGUSR1 by Slurm as its
+#   time limit: a job submitted with --time=1 --signal=B:USR1@45 is sent SIGUSR1 by Slurm as its
 #               time limit nears; it saves the step, exits 75, is requeued, resumes, and ends at the
 #               straight run's bytes.
 # Then `down`, and nothing may be left: no namespace of the cluster, no slurmctld, slurmd,
@@ -35,6 +35,12 @@ daemons() {  # Slurm and munge processes running (not zombies, which are dead) b
 }
 cleanup() {
   local status=$?
+  if ((status != 0 && status != 77)); then  # what the daemons logged last, before down removes it
+    local log
+    for log in "/run/optimus-cluster/$name/slurm/log"/*.log; do
+      [[ -f $log ]] && { echo "--- the end of $(basename "$log")"; tail -n 12 "$log"; }
+    done
+  fi
   "$cluster" down --name "$name" >/dev/null 2>&1
   local left waited=0
   while left=$(daemons) && [[ -n $left ]] && ((waited++ < 20)); do sleep 0.1; done
@@ -84,7 +90,7 @@ allocation=(--nodes 2 --ntasks 4 --ntasks-per-node 2 --cpus-per-task 1)
 cd "$tmp" || fail "no $tmp"
 
 on_one_host() {
-  timeout 120 mpiexec -np 4 --bind-to none -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \
+  timeout 300 mpiexec -np 4 --bind-to none -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \
     "$optimus" train --layout 2d --data "$tmp/text.txt" --val "$tmp/val.txt" "$@"
 }
 losses() { grep -o '"train_loss": [^,]*' "$1/metrics.jsonl"; }
@@ -137,13 +143,15 @@ grep -q '^train_2d.sbatch: 4 ranks (a 2x2 grid) on 2 nodes, 2 per node, 1 thread
 echo "equal: job $job (srun --mpi=pmix, ranks on $(slurm scontrol show job "$job" | grep -oP '^\s+NodeList=\K\S+')):" \
   "20 steps = mpiexec on one host, losses and checkpoints byte for byte ($((SECONDS - t)) s)"
 
-# ---- pre-emption: straight runs on one host first -------------------------------------------------
-signal_steps=4000 limit_steps=20000
+# ---- pre-emption: the straight run on one host first ----------------------------------------------
+# Both jobs below train these steps and end at this run's bytes. The steps are enough for three
+# runs of the signals' job to be stopped after their first 20 steps on a quiet machine (about 2 ms
+# a step), and few enough for a loaded one (up to 50 ms a step with 4 ranks on 2 busy cores).
+steps=2000
 long=("${model[@]}" "${quiet[@]}" --log-interval 1000)
-on_one_host "${long[@]}" --steps "$signal_steps" --out "$tmp/straight-signals" >"$tmp/straight-signals.log" 2>&1 ||
-  { cat "$tmp/straight-signals.log"; fail "the straight run failed"; }
-on_one_host "${long[@]}" --steps "$limit_steps" --out "$tmp/straight-limit" >"$tmp/straight-limit.log" 2>&1 ||
-  { cat "$tmp/straight-limit.log"; fail "the straight run failed"; }
+on_one_host "${long[@]}" --steps "$steps" --out "$tmp/straight" >"$tmp/straight.log" 2>&1 ||
+  { cat "$tmp/straight.log"; fail "the straight run failed"; }
+final=$(printf 'step_%06d' "$steps")
 
 # stopped JOB RUN: checks that run RUN of JOB (and every run before it) ended with exit code 75 and
 # requeued the job (the script's line), and that run RUN + 1 resumed from a later step; prints
@@ -163,7 +171,7 @@ stopped() {
 # ---- signals: scancel --signal=TERM, scancel --batch --signal=TERM, scontrol requeue --------------
 t=$SECONDS
 job=$(OUT=$tmp/signals slurm sbatch --parsable --requeue --open-mode=append "${allocation[@]}" --output="$tmp/%j.out" \
-  "$root/scripts/slurm/train_2d.sbatch" "${long[@]}" --steps "$signal_steps") || fail "sbatch failed"
+  "$root/scripts/slurm/train_2d.sbatch" "${long[@]}" --steps "$steps") || fail "sbatch failed"
 wait_run "$job" 1 "$tmp/signals"
 slurm scancel --signal=TERM "$job"
 wait_run "$job" 2 "$tmp/signals"
@@ -174,37 +182,70 @@ echo "signals: scancel --batch --signal=TERM: $(stopped "$job" 2)"
 slurm scontrol requeue "$job"
 wait_run "$job" 4 "$tmp/signals"
 echo "signals: scontrol requeue: $(stopped "$job" 3)"
-state=$(wait_job "$job" 90)
+state=$(wait_job "$job" 240)
 [[ $state == COMPLETED ]] || { cat "$tmp/$job.out"; fail "job $job ended $state"; }
 restarts=$(slurm scontrol show job "$job" | grep -o 'Restarts=[0-9]*' | cut -d= -f2)
 ((restarts == 3)) || { cat "$tmp/$job.out"; fail "job $job was restarted $restarts times, not 3"; }
-final=$(printf 'step_%06d' "$signal_steps")
-same_checkpoint "$tmp/signals/$final" "$tmp/straight-signals/$final"
+same_checkpoint "$tmp/signals/$final" "$tmp/straight/$final"
 echo "signals: job $job ran 4 times (Restarts=$restarts), ended COMPLETED; cmp: its $final = the straight run's ($((SECONDS - t)) s)"
 
-# ---- time limit: --time=1 --signal=B:USR1@58 --------------------------------------------------------
-# slurmctld looks at time limits every 30 s from its start; the job is sent SIGUSR1 at the first
-# look after it is within 58 s of its limit, i.e. at the first look after it starts. The job is
-# submitted 8 to 12 s before a look, so that its first run is sure to be training then (and not
-# to have finished: 20000 steps take more than 20 s on the cluster).
+# ---- time limit: --time=1 --signal=B:USR1@45 --------------------------------------------------------
+# slurmctld looks at time limits every 30 s; it sends a job of a 1-minute limit its warning (SIGUSR1
+# to the batch script, which passes it on) at its first look from 15 s after the job started, so 15
+# to 45 s in: time to start on a loaded machine, and a quiet one trains the 2000 steps sooner. So
+# the test holds the ranks of run 1 (SIGSTOP) once they train, until the warning is pending for
+# every rank, and then lets them go on (SIGCONT): they take the signal as a longer run would have.
+# Once the job is requeued, its limit is raised, so that run 2 trains to the end unwarned.
 t=$SECONDS
-ctld_start=$(date +%s -d "$(grep -m1 'Running as primary controller' "/run/optimus-cluster/$name/slurm/log/slurmctld.log" |
-  sed 's/^\[\([^]]*\)\].*/\1/')") || fail "no start time in slurmctld's log"
-to_look=$((30 - ($(date +%s) - ctld_start) % 30))
-((to_look >= 8)) || { sleep "$to_look"; to_look=30; }
-((to_look <= 12)) || sleep $((to_look - 12))
-job=$(OUT=$tmp/limit slurm sbatch --parsable --requeue --open-mode=append --time=1 --signal=B:USR1@58 "${allocation[@]}" \
-  --output="$tmp/%j.out" "$root/scripts/slurm/train_2d.sbatch" "${long[@]}" --steps "$limit_steps") || fail "sbatch failed"
-state=$(wait_job "$job" 150)
+job=$(OUT=$tmp/limit slurm sbatch --parsable --requeue --open-mode=append --time=1 --signal=B:USR1@45 "${allocation[@]}" \
+  --output="$tmp/%j.out" "$root/scripts/slurm/train_2d.sbatch" "${long[@]}" --steps "$steps") || fail "sbatch failed"
+pending_usr1() {  # whether SIGUSR1 (signal 10: bit 9 of the masks) waits for process $1, or it has ended
+  local masks m
+  masks=$(awk '/^(SigPnd|ShdPnd):/ {print $2}' "/proc/$1/status" 2>/dev/null | xargs)
+  [[ -n $masks ]] || return 0
+  for m in $masks; do (((16#$m >> 9) & 1)) && return 0; done
+  return 1
+}
+# Holds the ranks of run 1 of job $1 (optimus processes, not srun, whose command line names the
+# run's folder $2) until its warning is pending for each, then lets them go; prints how long the
+# warning took. A run that was warned before it was held (it was slow to start) is left as it is.
+hold_until_warned() {
+  local job=$1 out=$2 ranks rank t0=$SECONDS
+  until [[ -s $out/metrics.jsonl ]] || grep -q 'stopped by SIGUSR1' "$tmp/$job.out" 2>/dev/null; do
+    ((SECONDS - t0 < 60)) || { cat "$tmp/$job.out"; fail "job $job: run 1 trains no step within 60 s"; }
+    sleep 0.1
+  done
+  mapfile -t ranks < <(pgrep -f "^$optimus train .*--out $out( |$)")
+  if ((${#ranks[@]} != 4)); then
+    grep -q 'stopped by SIGUSR1' "$tmp/$job.out" || { cat "$tmp/$job.out"; fail "job $job: ${#ranks[@]} ranks of run 1, not 4"; }
+    echo "before it was held"
+    return
+  fi
+  kill -STOP "${ranks[@]}"
+  t0=$SECONDS
+  for rank in "${ranks[@]}"; do
+    until pending_usr1 "$rank"; do
+      ((SECONDS - t0 < 60)) || { kill -CONT "${ranks[@]}"; cat "$tmp/$job.out"; fail "job $job: no warning reached rank $rank within 60 s"; }
+      sleep 0.2
+    done
+  done
+  kill -CONT "${ranks[@]}"
+  echo "$((SECONDS - t0)) s after they were held"
+}
+warned=$(hold_until_warned "$job" "$tmp/limit") || { echo "$warned"; exit 1; }
+held=$SECONDS
+until (($(grep -c "^train_2d.sbatch: optimus saved its step and stopped; requeueing job $job$" "$tmp/$job.out") >= 1)); do
+  ((SECONDS - held < 60)) || { cat "$tmp/$job.out"; fail "job $job: run 1 did not stop and requeue within 60 s of its warning"; }
+  sleep 0.2
+done
+slurm scontrol update JobId="$job" TimeLimit=30 || fail "scontrol update TimeLimit failed"
+state=$(wait_job "$job" 240)
 [[ $state == COMPLETED ]] || { cat "$tmp/$job.out"; fail "job $job ended $state"; }
 restarts=$(slurm scontrol show job "$job" | grep -o 'Restarts=[0-9]*' | cut -d= -f2)
-((restarts >= 1)) || { cat "$tmp/$job.out"; fail "job $job was never stopped by its time limit's signal"; }
-for ((run = 1; run <= restarts; run++)); do
-  check=$(stopped "$job" "$run") || { echo "$check"; exit 1; }
-done
+((restarts == 1)) || { cat "$tmp/$job.out"; fail "job $job was restarted $restarts times, not once"; }
+check=$(stopped "$job" 1) || { echo "$check"; exit 1; }
 grep 'continue with --resume' "$tmp/$job.out" | grep -v 'stopped by SIGUSR1' && fail "job $job was stopped by another signal"
-(($(grep -c 'stopped by SIGUSR1' "$tmp/$job.out") == restarts)) || fail "job $job: not every stop was by SIGUSR1"
-final=$(printf 'step_%06d' "$limit_steps")
-same_checkpoint "$tmp/limit/$final" "$tmp/straight-limit/$final"
-echo "time limit: job $job: $(grep -o 'stopped by SIGUSR1 after step [0-9]*' "$tmp/$job.out" | xargs -d '\n' | sed 's/ stopped/; stopped/g')," \
-  "each exit code 75 and requeued; ran $((restarts + 1)) times, ended COMPLETED; cmp: its $final = the straight run's ($((SECONDS - t)) s)"
+(($(grep -c 'stopped by SIGUSR1' "$tmp/$job.out") == 1)) || { cat "$tmp/$job.out"; fail "job $job: its stop was not by SIGUSR1"; }
+same_checkpoint "$tmp/limit/$final" "$tmp/straight/$final"
+echo "time limit: job $job: warned $warned; $check;" \
+  "ran twice, ended COMPLETED; cmp: its $final = the straight run's ($((SECONDS - t)) s)"
