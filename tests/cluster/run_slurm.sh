@@ -126,6 +126,51 @@ wait_run() {
   done
 }
 
+# A run of the jobs below trains too few steps to be still training when Slurm's signal arrives on
+# a quiet machine (about 2 ms a step), and a longer run would take minutes on a loaded one (150 ms a
+# step was seen with 4 ranks on 2 busy cores). So the test holds the ranks of a run (SIGSTOP) before
+# it has a signal sent, and lets them go on (SIGCONT) once the signal waits for each of them: they
+# take it as a longer run would have, at the end of the step they are in.
+#   hold_ranks OUT: stops the ranks writing to OUT (optimus processes, not srun); prints their PIDs.
+#   release_when_signalled SIGNAL LIMIT PID...: lets them go once SIGNAL is pending for each, or
+#     each has been woken by Slurm (which sends SIGCONT before it ends a job) or has ended.
+hold_ranks() {
+  local ranks
+  mapfile -t ranks < <(pgrep -f "^$optimus train .*--out $1( |$)")
+  ((${#ranks[@]} == 4)) || return 1
+  kill -STOP "${ranks[@]}"
+  echo "${ranks[@]}"
+}
+signal_waits() {  # SIGNAL PID: whether SIGNAL is pending for PID, or PID runs (not stopped) or ended
+  local masks m
+  [[ $(ps -o stat= -p "$2") == T* ]] || return 0
+  masks=$(awk '/^(SigPnd|ShdPnd):/ {print $2}' "/proc/$2/status" 2>/dev/null | xargs)
+  for m in $masks; do (((16#$m >> ($1 - 1)) & 1)) && return 0; done
+  return 1
+}
+release_when_signalled() {
+  local sig=$1 limit=$2 rank t0=$SECONDS
+  shift 2
+  for rank in "$@"; do
+    until signal_waits "$sig" "$rank"; do
+      ((SECONDS - t0 < limit)) || { kill -CONT "$@"; return 1; }
+      sleep 0.1
+    done
+  done
+  kill -CONT "$@" 2>/dev/null
+  echo "$((SECONDS - t0))"
+}
+# stop JOB RUN OUT SIGNAL COMMAND...: holds run RUN's ranks, runs the Slurm COMMAND, and lets them
+# go once SIGNAL (its number) has reached them.
+stop() {
+  local job=$1 run=$2 out=$3 sig=$4 ranks
+  shift 4
+  ranks=$(hold_ranks "$out") || { cat "$tmp/$job.out"; fail "job $job: run $run has not 4 ranks"; }
+  slurm "$@" || fail "$* failed"
+  # shellcheck disable=SC2086  # the PIDs, one word each
+  release_when_signalled "$sig" 60 $ranks >/dev/null || { cat "$tmp/$job.out"; fail "job $job: $* reached no rank within 60 s"; }
+}
+
 # ---- equal: the sbatch script on 2 hosts = mpiexec on one ---------------------------------------
 t=$SECONDS
 job=$(OUT=$tmp/equal slurm sbatch --parsable "${allocation[@]}" --output="$tmp/%j.out" \
@@ -144,10 +189,9 @@ echo "equal: job $job (srun --mpi=pmix, ranks on $(slurm scontrol show job "$job
   "20 steps = mpiexec on one host, losses and checkpoints byte for byte ($((SECONDS - t)) s)"
 
 # ---- pre-emption: the straight run on one host first ----------------------------------------------
-# Both jobs below train these steps and end at this run's bytes. The steps are enough for three
-# runs of the signals' job to be stopped after their first 20 steps on a quiet machine (about 2 ms
-# a step), and few enough for a loaded one (up to 50 ms a step with 4 ranks on 2 busy cores).
-steps=2000
+# Both jobs below train these steps and end at this run's bytes: three runs of the signals' job are
+# stopped after about 20 steps each, and the last run trains the rest.
+steps=200
 long=("${model[@]}" "${quiet[@]}" --log-interval 1000)
 on_one_host "${long[@]}" --steps "$steps" --out "$tmp/straight" >"$tmp/straight.log" 2>&1 ||
   { cat "$tmp/straight.log"; fail "the straight run failed"; }
@@ -173,13 +217,13 @@ t=$SECONDS
 job=$(OUT=$tmp/signals slurm sbatch --parsable --requeue --open-mode=append "${allocation[@]}" --output="$tmp/%j.out" \
   "$root/scripts/slurm/train_2d.sbatch" "${long[@]}" --steps "$steps") || fail "sbatch failed"
 wait_run "$job" 1 "$tmp/signals"
-slurm scancel --signal=TERM "$job"
+stop "$job" 1 "$tmp/signals" 15 scancel --signal=TERM "$job"
 wait_run "$job" 2 "$tmp/signals"
 echo "signals: scancel --signal=TERM: $(stopped "$job" 1)"
-slurm scancel --batch --signal=TERM "$job"
+stop "$job" 2 "$tmp/signals" 10 scancel --batch --signal=TERM "$job"
 wait_run "$job" 3 "$tmp/signals"
 echo "signals: scancel --batch --signal=TERM: $(stopped "$job" 2)"
-slurm scontrol requeue "$job"
+stop "$job" 3 "$tmp/signals" 15 scontrol requeue "$job"
 wait_run "$job" 4 "$tmp/signals"
 echo "signals: scontrol requeue: $(stopped "$job" 3)"
 state=$(wait_job "$job" 240)
@@ -192,47 +236,25 @@ echo "signals: job $job ran 4 times (Restarts=$restarts), ended COMPLETED; cmp: 
 # ---- time limit: --time=1 --signal=B:USR1@45 --------------------------------------------------------
 # slurmctld looks at time limits every 30 s; it sends a job of a 1-minute limit its warning (SIGUSR1
 # to the batch script, which passes it on) at its first look from 15 s after the job started, so 15
-# to 45 s in: time to start on a loaded machine, and a quiet one trains the 2000 steps sooner. So
-# the test holds the ranks of run 1 (SIGSTOP) once they train, until the warning is pending for
-# every rank, and then lets them go on (SIGCONT): they take the signal as a longer run would have.
-# Once the job is requeued, its limit is raised, so that run 2 trains to the end unwarned.
+# to 45 s in: time to start on a loaded machine. Run 1's ranks are held until then. Once the job is
+# requeued, its limit is raised, so that run 2 trains to the end unwarned.
 t=$SECONDS
 job=$(OUT=$tmp/limit slurm sbatch --parsable --requeue --open-mode=append --time=1 --signal=B:USR1@45 "${allocation[@]}" \
   --output="$tmp/%j.out" "$root/scripts/slurm/train_2d.sbatch" "${long[@]}" --steps "$steps") || fail "sbatch failed"
-pending_usr1() {  # whether SIGUSR1 (signal 10: bit 9 of the masks) waits for process $1, or it has ended
-  local masks m
-  masks=$(awk '/^(SigPnd|ShdPnd):/ {print $2}' "/proc/$1/status" 2>/dev/null | xargs)
-  [[ -n $masks ]] || return 0
-  for m in $masks; do (((16#$m >> 9) & 1)) && return 0; done
-  return 1
-}
-# Holds the ranks of run 1 of job $1 (optimus processes, not srun, whose command line names the
-# run's folder $2) until its warning is pending for each, then lets them go; prints how long the
-# warning took. A run that was warned before it was held (it was slow to start) is left as it is.
-hold_until_warned() {
-  local job=$1 out=$2 ranks rank t0=$SECONDS
-  until [[ -s $out/metrics.jsonl ]] || grep -q 'stopped by SIGUSR1' "$tmp/$job.out" 2>/dev/null; do
-    ((SECONDS - t0 < 60)) || { cat "$tmp/$job.out"; fail "job $job: run 1 trains no step within 60 s"; }
-    sleep 0.1
-  done
-  mapfile -t ranks < <(pgrep -f "^$optimus train .*--out $out( |$)")
-  if ((${#ranks[@]} != 4)); then
-    grep -q 'stopped by SIGUSR1' "$tmp/$job.out" || { cat "$tmp/$job.out"; fail "job $job: ${#ranks[@]} ranks of run 1, not 4"; }
-    echo "before it was held"
-    return
-  fi
-  kill -STOP "${ranks[@]}"
-  t0=$SECONDS
-  for rank in "${ranks[@]}"; do
-    until pending_usr1 "$rank"; do
-      ((SECONDS - t0 < 60)) || { kill -CONT "${ranks[@]}"; cat "$tmp/$job.out"; fail "job $job: no warning reached rank $rank within 60 s"; }
-      sleep 0.2
-    done
-  done
-  kill -CONT "${ranks[@]}"
-  echo "$((SECONDS - t0)) s after they were held"
-}
-warned=$(hold_until_warned "$job" "$tmp/limit") || { echo "$warned"; exit 1; }
+# Run 1's ranks, held once they train, until the warning (SIGUSR1) waits for each. A run that was
+# warned before it was held (slow to start) has stopped by itself.
+until [[ -s $tmp/limit/metrics.jsonl ]]; do
+  ((SECONDS - t < 60)) || { cat "$tmp/$job.out"; fail "job $job: run 1 trains no step within 60 s"; }
+  sleep 0.1
+done
+if ranks=$(hold_ranks "$tmp/limit"); then
+  # shellcheck disable=SC2086  # the PIDs, one word each
+  warned=$(release_when_signalled 10 60 $ranks) || { cat "$tmp/$job.out"; fail "job $job: no warning reached run 1 within 60 s"; }
+  warned="$warned s after its ranks were held"
+else
+  grep -q 'stopped by SIGUSR1' "$tmp/$job.out" || { cat "$tmp/$job.out"; fail "job $job: run 1 has not 4 ranks"; }
+  warned="before its ranks were held"
+fi
 held=$SECONDS
 until (($(grep -c "^train_2d.sbatch: optimus saved its step and stopped; requeueing job $job$" "$tmp/$job.out") >= 1)); do
   ((SECONDS - held < 60)) || { cat "$tmp/$job.out"; fail "job $job: run 1 did not stop and requeue within 60 s of its warning"; }
