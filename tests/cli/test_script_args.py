@@ -148,6 +148,10 @@ CASES = {
         (["up", "--name", "clitest", "--hosts", "2", "--bogus"], "unknown argument '--bogus' for 'cluster up'"),
         (["up", "--name", "clitest", "--hosts", "2", "--cores", "4"], "--cores belongs to --slurm"),
         (["down", "--name", "clitest", "--hosts", "2"], "--hosts belongs to 'cluster up', not to 'down'"),
+        (["up", "--name", "clitest", "--hosts", "2", "--owner", "0"], "--owner must be a whole number from 1"),
+        (["up", "--name", "clitest", "--hosts", "2", "--owner", "4194303"], "--owner 4194303 is no running process"),
+        (["down", "--name", "clitest", "--owner", "1"], "--owner belongs to 'cluster up', not to 'down'"),
+        (["run", "--name", "clitest", "--stale"], "--stale belongs to 'cluster down', not to 'run'"),
         (["kill-host", "--name", "clitest", "one"], "kill-host's host must be a whole number from 0 to 15"),
         (["slurm", "--name", "clitest"], "give a Slurm command")]),
     "remeasure_memory": ("remeasure_memory", [
