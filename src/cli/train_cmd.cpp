@@ -1,4 +1,5 @@
 // optimus train: train a GPT on a text file (chapter 1; the trainer is train/trainer.h).
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <string>
@@ -52,7 +53,7 @@ void add_optimization(CLI::App* cmd, train::TrainOptions& t) {
       ->capture_default_str();
   cmd->add_option("--lr", t.lr, "peak learning rate")->capture_default_str();
   cmd->add_option("--min-lr", t.min_lr,
-                  "learning rate at the end of the cosine decay, at most --lr (default: a tenth of --lr)");
+                  "learning rate at the end of the cosine decay, at most --lr (default: 1e-4, or a tenth of --lr where that is lower)");
   cmd->add_option("--weight-decay", t.adamw.weight_decay, "AdamW weight decay (2-D weights only)")
       ->capture_default_str();
   cmd->add_option("--beta1", t.adamw.beta1, "AdamW beta1")->capture_default_str();
@@ -122,7 +123,8 @@ int run_train(comm::World& world, TrainArgs& a, CLI::App& cmd) {
                                    {"--init-from", &t.init_from}}) {
     require_path_length(flag, *path);
   }
-  if (cmd.get_option("--min-lr")->count() == 0) t.min_lr = tenth(t.lr);  // given on the command line or in --config
+  // Not given (on the command line or in --config): 1e-4, or a tenth of --lr where that is lower.
+  if (cmd.get_option("--min-lr")->count() == 0) t.min_lr = std::min(t.min_lr, tenth(t.lr));
   if (t.data.empty()) throw core::ConfigError("--data is required (on the command line or in --config); see --help");
   train::require_one_way_to_start(t);  // before --init-from's checkpoint is read
   if (!t.init_from.empty()) {
